@@ -1,5 +1,6 @@
 import { Config, ConfigError, Context, Duration, Either, Effect, Layer, Option, Redacted } from "effect"
 import * as Net from "node:net"
+import { isValidTimeZone } from "../domain/TimeZone.js"
 
 /** A parsed CIDR block, checked against a peer address with `node:net`'s BlockList. */
 export interface Cidr {
@@ -48,14 +49,6 @@ export interface AppConfigShape {
   readonly healthTimeout: Duration.Duration
 }
 
-export const isValidTimeZone = (zone: string): boolean => {
-  try {
-    new Intl.DateTimeFormat("en-US", { timeZone: zone })
-    return zone.length > 0
-  } catch {
-    return false
-  }
-}
 
 const fail = (name: string, message: string) => ConfigError.InvalidData([name], message)
 

@@ -1,0 +1,25 @@
+import { Layer } from "effect"
+import { HttpServerLive, NodeServerLive } from "./http/HttpLive.js"
+import { AppConfig } from "./services/AppConfig.js"
+import { DatabaseLive } from "./services/Database.js"
+import { MigrationsLive } from "./services/Migrations.js"
+import { ServiceClockLive } from "./services/ServiceClock.js"
+import { ServicesLive } from "./services/ServicesLive.js"
+
+/** The database chosen by the configuration, migrated before anything uses it. */
+export const MigratedDatabaseLive = MigrationsLive.pipe(Layer.provideMerge(DatabaseLive))
+
+/**
+ * The whole service for a given configuration layer: database, migrations, services,
+ * HTTP server. Tests build it with their own configuration.
+ */
+export const makeServiceLayer = <E>(config: Layer.Layer<AppConfig, E>) =>
+  HttpServerLive.pipe(
+    Layer.provide(ServicesLive),
+    Layer.provide(NodeServerLive),
+    Layer.provide(MigratedDatabaseLive),
+    Layer.provide(ServiceClockLive),
+    Layer.provide(config)
+  )
+
+export const ServiceLive = makeServiceLayer(AppConfig.Live)

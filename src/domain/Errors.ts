@@ -1,0 +1,118 @@
+import { HttpApiSchema } from "@effect/platform"
+import { Schema } from "effect"
+
+/** `details` is always an object; for validation errors it maps field paths to messages. */
+export const ErrorDetails = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+
+export class ValidationError extends Schema.TaggedError<ValidationError>()("ValidationError", {
+  message: Schema.String,
+  details: ErrorDetails
+}) {
+  static readonly status = 400
+  static readonly code = "VALIDATION_ERROR"
+  /** A 400 about one field. */
+  static field(field: string, message: string) {
+    return new ValidationError({ message, details: { [field]: message } })
+  }
+  static of(message: string, details: Record<string, unknown> = {}) {
+    return new ValidationError({ message, details })
+  }
+}
+
+export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", {
+  message: Schema.String
+}) {
+  static readonly status = 401
+  static readonly code = "UNAUTHORIZED"
+}
+
+export class Forbidden extends Schema.TaggedError<Forbidden>()("Forbidden", {
+  message: Schema.String
+}) {
+  static readonly status = 403
+  static readonly code = "FORBIDDEN"
+}
+
+export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
+  message: Schema.String
+}) {
+  static readonly status = 404
+  static readonly code = "NOT_FOUND"
+  static of(what: string) {
+    return new NotFound({ message: `${what} not found` })
+  }
+}
+
+export class Conflict extends Schema.TaggedError<Conflict>()("Conflict", {
+  message: Schema.String
+}) {
+  static readonly status = 409
+  static readonly code = "CONFLICT"
+}
+
+export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()("ServiceUnavailable", {
+  message: Schema.String
+}) {
+  static readonly status = 503
+  static readonly code = "SERVICE_UNAVAILABLE"
+}
+
+/** Every error a user can be answered with, keyed for the wire. */
+export type AppError = ValidationError | Unauthorized | Forbidden | NotFound | Conflict | ServiceUnavailable
+
+const appErrorClasses = {
+  ValidationError,
+  Unauthorized,
+  Forbidden,
+  NotFound,
+  Conflict,
+  ServiceUnavailable
+} as const
+
+export const isAppError = (u: unknown): u is AppError =>
+  typeof u === "object" && u !== null && "_tag" in u &&
+  typeof (u as { _tag: unknown })._tag === "string" &&
+  (u as { _tag: string })._tag in appErrorClasses &&
+  u instanceof appErrorClasses[(u as { _tag: keyof typeof appErrorClasses })._tag]
+
+export const statusOf = (error: AppError): number => appErrorClasses[error._tag].status
+export const codeOf = (error: AppError): string => appErrorClasses[error._tag].code
+
+/** The `{error, code, details}` body every error response carries. */
+export const ErrorEnvelope = Schema.Struct({
+  error: Schema.String,
+  code: Schema.String,
+  details: ErrorDetails
+})
+export type ErrorEnvelope = typeof ErrorEnvelope.Type
+
+export const envelopeOf = (error: AppError): ErrorEnvelope => ({
+  error: error.message,
+  code: codeOf(error),
+  details: error._tag === "ValidationError" ? error.details : {}
+})
+
+/**
+ * The wire schema of an error: the envelope on the wire, the tagged error at run time,
+ * carrying the status for HttpApi and the OpenAPI document.
+ */
+const wire = <Self extends AppError, I>(
+  errorSchema: Schema.Schema<Self, I>,
+  status: number,
+  code: string,
+  make: (envelope: ErrorEnvelope) => Self
+) =>
+  Schema.transform(ErrorEnvelope, Schema.typeSchema(errorSchema), {
+    strict: true,
+    decode: (envelope) => make(envelope),
+    encode: (error) => envelopeOf(error)
+  }).annotations(HttpApiSchema.annotations({ status, description: code }))
+
+export const ValidationErrorWire = wire(ValidationError, 400, "VALIDATION_ERROR", (e) =>
+  new ValidationError({ message: e.error, details: e.details }))
+export const UnauthorizedWire = wire(Unauthorized, 401, "UNAUTHORIZED", (e) => new Unauthorized({ message: e.error }))
+export const ForbiddenWire = wire(Forbidden, 403, "FORBIDDEN", (e) => new Forbidden({ message: e.error }))
+export const NotFoundWire = wire(NotFound, 404, "NOT_FOUND", (e) => new NotFound({ message: e.error }))
+export const ConflictWire = wire(Conflict, 409, "CONFLICT", (e) => new Conflict({ message: e.error }))
+export const ServiceUnavailableWire = wire(ServiceUnavailable, 503, "SERVICE_UNAVAILABLE", (e) =>
+  new ServiceUnavailable({ message: e.error }))

@@ -1,0 +1,223 @@
+import { ParseResult, Schema } from "effect"
+import { ProjectId } from "./Ids.js"
+
+/** Wire timestamps: ISO 8601 in UTC with milliseconds and `Z`. */
+export const Timestamp = Schema.String.annotations({ format: "date-time", examples: ["2026-11-21T08:00:00.000Z"] })
+const NullableTimestamp = Schema.NullOr(Timestamp)
+
+export const QuotaPromptConfig = Schema.Struct({
+  enabled: Schema.optional(Schema.Boolean),
+  slot_id: Schema.optional(Schema.NullOr(Schema.Int)),
+  numbers: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Int }))
+})
+
+export const QuotaDayState = Schema.Struct({
+  date: Schema.NullOr(Schema.String),
+  logged: Schema.Int,
+  did: Schema.Array(Schema.String),
+  considered: Schema.Array(Schema.String),
+  did_applied: Schema.Record({ key: Schema.String, value: Schema.Int })
+})
+
+/** Spec §2.1, as the service sends it. */
+export const Task = Schema.Struct({
+  id: Schema.Int,
+  user_id: Schema.Int,
+  project_id: Schema.Int,
+  title: Schema.String,
+  original_title: Schema.String,
+  short_title: Schema.String,
+  done: Schema.Boolean,
+  done_at: NullableTimestamp,
+  priority: Schema.Int,
+  due_at: NullableTimestamp,
+  rrule: Schema.NullOr(Schema.String),
+  recurrence_mode: Schema.String,
+  anchor_time: Schema.NullOr(Schema.String),
+  anchor_dow: Schema.Int,
+  anchor_dom: Schema.Int,
+  original_due_at: NullableTimestamp,
+  target_at: NullableTimestamp,
+  deadline_at: NullableTimestamp,
+  horizon: Schema.NullOr(Schema.String),
+  horizon_set_at: NullableTimestamp,
+  last_considered_at: NullableTimestamp,
+  segment_deferred_at: NullableTimestamp,
+  segment_targeted_at: NullableTimestamp,
+  target_set_at: NullableTimestamp,
+  target_auto: Schema.Boolean,
+  occurrence_at: NullableTimestamp,
+  deadline_nag_off: Schema.Boolean,
+  auto_snooze_minutes: Schema.Int,
+  deleted_at: NullableTimestamp,
+  archived_at: NullableTimestamp,
+  labels: Schema.Array(Schema.String),
+  notes: Schema.String,
+  progress_target: Schema.Int,
+  progress_current: Schema.Int,
+  progress_period_start: NullableTimestamp,
+  quota_prompt_config: Schema.NullOr(QuotaPromptConfig),
+  quota_day_state: QuotaDayState,
+  completion_count: Schema.Int,
+  skip_count: Schema.Int,
+  first_completed_at: NullableTimestamp,
+  last_completed_at: NullableTimestamp,
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  is_recurring: Schema.Boolean,
+  is_reminder: Schema.Boolean,
+  is_tracked: Schema.Boolean,
+  snooze_count: Schema.Int,
+  is_snoozed: Schema.Boolean
+}).annotations({ identifier: "Task" })
+export type Task = typeof Task.Type
+
+// ---- inputs ----
+
+const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}(:?\d{2})?)?$/i
+
+/** An ISO 8601 date-time with any offset (none means UTC), decoded to a Date. */
+export const DateTimeInput = Schema.transformOrFail(
+  Schema.String.annotations({ format: "date-time" }),
+  Schema.DateFromSelf,
+  {
+    strict: true,
+    decode: (text, _, ast) => {
+      const trimmed = text.trim()
+      const hasOffset = /(Z|[+-]\d{2}(:?\d{2})?)$/i.test(trimmed.slice(10))
+      const date = new Date(hasOffset ? trimmed : `${trimmed}Z`)
+      const year = date.getUTCFullYear()
+      return ISO_DATE_TIME.test(trimmed) && !Number.isNaN(date.getTime()) && year >= 1970 && year <= 9999
+        ? ParseResult.succeed(date)
+        : ParseResult.fail(new ParseResult.Type(ast, text, "must be an ISO 8601 date-time"))
+    },
+    encode: (date) => ParseResult.succeed(date.toISOString())
+  }
+).annotations({ identifier: "DateTime", message: () => "must be an ISO 8601 date-time" })
+
+export const Title = Schema.String.pipe(
+  Schema.filter((s) => s.trim().length > 0 || "must not be empty"),
+  Schema.maxLength(10_000, { message: () => "must be at most 10000 characters" })
+)
+export const Notes = Schema.String.pipe(Schema.maxLength(10_000, { message: () => "must be at most 10000 characters" }))
+export const Labels = Schema.Array(
+  Schema.String.pipe(
+    Schema.filter((s) => s.trim().length > 0 || "a label must not be empty"),
+    Schema.maxLength(100, { message: () => "a label must be at most 100 characters" })
+  )
+).pipe(Schema.maxItems(50, { message: () => "at most 50 labels" }))
+export const Priority = Schema.Int.pipe(Schema.between(0, 4, { message: () => "must be an integer from 0 (P0) to 4 (P4)" }))
+export const Horizon = Schema.Literal("day", "week", "month", "someday")
+export const RecurrenceMode = Schema.Literal("from_due", "from_completion")
+export const ProgressTarget = Schema.Int.pipe(Schema.between(1, 1000, { message: () => "must be an integer from 1 to 1000" }))
+export const AutoSnoozeMinutes = Schema.Int.pipe(Schema.between(0, 525_600, { message: () => "must be 0-525600 minutes" }))
+export const RRuleText = Schema.String.pipe(
+  Schema.minLength(1, { message: () => "must not be empty" }),
+  Schema.maxLength(1000, { message: () => "must be at most 1000 characters" })
+)
+
+/** POST /api/tasks (spec §4.2). */
+export const TaskCreate = Schema.Struct({
+  title: Title,
+  short_title: Schema.optional(Title),
+  due_at: Schema.optional(Schema.NullOr(DateTimeInput)),
+  target_at: Schema.optional(Schema.NullOr(DateTimeInput)),
+  deadline_at: Schema.optional(Schema.NullOr(DateTimeInput)),
+  horizon: Schema.optional(Schema.NullOr(Horizon)),
+  priority: Schema.optional(Priority),
+  rrule: Schema.optional(Schema.NullOr(RRuleText)),
+  recurrence_mode: Schema.optional(RecurrenceMode),
+  labels: Schema.optional(Labels),
+  notes: Schema.optional(Notes),
+  project_id: Schema.optional(ProjectId),
+  is_reminder: Schema.optional(Schema.Boolean),
+  auto_snooze_minutes: Schema.optional(AutoSnoozeMinutes),
+  progress_target: Schema.optional(ProgressTarget),
+  is_tracked: Schema.optional(Schema.Boolean),
+  create_label: Schema.optional(Schema.Boolean),
+  ai_proposed: Schema.optional(Schema.Boolean),
+  ai_added: Schema.optional(Schema.Boolean),
+  enrich: Schema.optional(Schema.Boolean),
+  deadline_nag_off: Schema.optional(Schema.Boolean),
+  allow_past_deadline: Schema.optional(Schema.Boolean),
+  cap_at_deadline: Schema.optional(Schema.Boolean),
+  quota_prompt_config: Schema.optional(Schema.NullOr(QuotaPromptConfig))
+}).annotations({ identifier: "TaskCreate" })
+export type TaskCreate = typeof TaskCreate.Type
+
+/** PATCH /api/tasks/{id}: only the fields present are updated. */
+export const TaskPatch = Schema.Struct({
+  title: Schema.optional(Title),
+  short_title: Schema.optional(Title),
+  due_at: Schema.optional(Schema.NullOr(DateTimeInput)),
+  target_at: Schema.optional(Schema.NullOr(DateTimeInput)),
+  deadline_at: Schema.optional(Schema.NullOr(DateTimeInput)),
+  horizon: Schema.optional(Schema.NullOr(Horizon)),
+  retarget: Schema.optional(Schema.Boolean),
+  deadline_nag_off: Schema.optional(Schema.Boolean),
+  affirm_horizon: Schema.optional(Schema.Boolean),
+  allow_past_deadline: Schema.optional(Schema.Boolean),
+  cap_at_deadline: Schema.optional(Schema.Boolean),
+  reset_original_due_at: Schema.optional(Schema.Boolean),
+  priority: Schema.optional(Priority),
+  rrule: Schema.optional(Schema.NullOr(RRuleText)),
+  recurrence_mode: Schema.optional(RecurrenceMode),
+  labels: Schema.optional(Labels),
+  notes: Schema.optional(Notes),
+  project_id: Schema.optional(ProjectId),
+  auto_snooze_minutes: Schema.optional(AutoSnoozeMinutes),
+  progress_target: Schema.optional(ProgressTarget),
+  progress_current: Schema.optional(Schema.Int.pipe(Schema.between(0, 1_000_000, { message: () => "must be 0 or more" }))),
+  create_label: Schema.optional(Schema.Boolean),
+  is_tracked: Schema.optional(Schema.Boolean),
+  quota_prompt_config: Schema.optional(Schema.NullOr(QuotaPromptConfig))
+}).annotations({ identifier: "TaskPatch" })
+export type TaskPatch = typeof TaskPatch.Type
+
+const BooleanParam = Schema.transformOrFail(Schema.String, Schema.Boolean, {
+  strict: true,
+  decode: (s, _, ast) => {
+    const t = s.toLowerCase()
+    if (t === "true" || t === "1") return ParseResult.succeed(true)
+    if (t === "false" || t === "0") return ParseResult.succeed(false)
+    return ParseResult.fail(new ParseResult.Type(ast, s, "must be true or false"))
+  },
+  encode: (b) => ParseResult.succeed(String(b))
+}).annotations({ message: () => "must be true or false" })
+
+const IntParam = (min: number, max: number) =>
+  Schema.String.pipe(
+    Schema.pattern(/^-?\d{1,10}$/, { message: () => "must be an integer" }),
+    Schema.compose(Schema.NumberFromString),
+    Schema.compose(Schema.Int.pipe(Schema.between(min, max, { message: () => `must be from ${min} to ${max}` })))
+  )
+
+export const TaskKind = Schema.Literal("task", "reminder", "quota")
+export type TaskKind = typeof TaskKind.Type
+
+/** GET /api/tasks query (spec §4.2); `project` is an alias of `project_id`. */
+export const TaskListQuery = Schema.Struct({
+  done: Schema.optional(BooleanParam),
+  project_id: Schema.optional(IntParam(1, 2_147_483_647)),
+  project: Schema.optional(IntParam(1, 2_147_483_647)),
+  label: Schema.optional(Schema.String),
+  search: Schema.optional(Schema.String),
+  trashed: Schema.optional(BooleanParam),
+  archived: Schema.optional(BooleanParam),
+  overdue: Schema.optional(BooleanParam),
+  kind: Schema.optional(TaskKind.annotations({ message: () => "must be task, reminder or quota" })),
+  recurring: Schema.optional(BooleanParam),
+  one_off: Schema.optional(BooleanParam),
+  limit: Schema.optional(IntParam(1, 1000)),
+  offset: Schema.optional(IntParam(0, 2_147_483_647))
+})
+export type TaskListQuery = typeof TaskListQuery.Type
+
+export const TaskList = Schema.Struct({ tasks: Schema.Array(Task), count: Schema.Int })
+export const TaskCounts = Schema.Struct({ total: Schema.Int, overdue: Schema.Int, today: Schema.Int })
+
+export const TaskWithChanges = Schema.extend(
+  Task,
+  Schema.Struct({ fields_changed: Schema.Array(Schema.String), description: Schema.String })
+)
+export const TaskWithMessage = Schema.extend(Task, Schema.Struct({ message: Schema.String }))

@@ -1,0 +1,233 @@
+import { Either } from "effect"
+import { ValidationError } from "./Errors.js"
+import type { JsonValue, Row } from "./Json.js"
+import { localParts, localTimeOfDay } from "./LocalTime.js"
+import { isBarePeriodRule, parseRule } from "./Recurrence.js"
+import type { TaskCreate, TaskPatch } from "./Task.js"
+
+export const QUOTA_NEEDS_PERIOD = "A quota needs a period"
+
+/** A task is a quota when its target is above 1 or it is tracked (spec §1). */
+export const isQuota = (t: { readonly progress_target: number; readonly is_tracked: boolean }) =>
+  t.progress_target > 1 || t.is_tracked
+
+const iso = (d: Date | null | undefined): string | null => (d === null || d === undefined ? null : d.toISOString())
+
+/** anchor_time/dow/dom: where the due date sits on the user's local calendar. */
+export const anchorsOf = (due: string | null, zone: string): Row => {
+  if (due === null) return { anchor_time: null, anchor_dow: 0, anchor_dom: 0 }
+  const at = new Date(due)
+  const p = localParts(at, zone)
+  return { anchor_time: localTimeOfDay(at, zone), anchor_dow: p.weekday, anchor_dom: p.day }
+}
+
+/** The fields of a task that the rules below look at. */
+export interface RuleView {
+  readonly due_at: string | null
+  readonly target_at: string | null
+  readonly deadline_at: string | null
+  readonly rrule: string | null
+  readonly is_reminder: boolean
+  readonly is_tracked: boolean
+  readonly progress_target: number
+}
+
+interface DeadlineOptions {
+  readonly allowPastDeadline: boolean
+  readonly capAtDeadline: boolean
+}
+
+/**
+ * Quota rules 1, 2 and 4, the bare-period rule, rule syntax, and the deadline rule
+ * (CONTRACT §7). `ruleTouched` is false for an edit that leaves a legacy quota's missing
+ * rule alone (quota rule 5). Returns the dates after capping.
+ */
+export const checkRules = (
+  view: RuleView,
+  options: DeadlineOptions & { readonly ruleTouched: boolean; readonly dateTouched: boolean }
+): Either.Either<RuleView, ValidationError> => {
+  const quota = isQuota(view)
+  if (quota) {
+    if (view.is_reminder) return Either.left(ValidationError.field("is_reminder", "A quota cannot be a reminder"))
+    if (view.due_at !== null && options.dateTouched) {
+      return Either.left(ValidationError.field("due_at", "A quota has no due date"))
+    }
+    if (view.rrule === null && options.ruleTouched) return Either.left(ValidationError.field("rrule", QUOTA_NEEDS_PERIOD))
+    if (view.rrule !== null && !isBarePeriodRule(view.rrule)) {
+      return Either.left(
+        ValidationError.field("rrule", "A quota's rule names its period: FREQ=DAILY, WEEKLY, MONTHLY or YEARLY with an optional INTERVAL")
+      )
+    }
+  } else if (view.rrule !== null) {
+    if (isBarePeriodRule(view.rrule) && view.due_at === null && options.ruleTouched) {
+      return Either.left(
+        ValidationError.field("rrule", "A bare period rule is valid only on a quota (set progress_target or is_tracked)")
+      )
+    }
+    const parsed = parseRule(view.rrule)
+    if (Either.isLeft(parsed)) return Either.left(ValidationError.field("rrule", `rrule ${parsed.left}`))
+  }
+  if (view.deadline_at !== null) {
+    const deadline = view.deadline_at
+    let due = view.due_at
+    let target = view.target_at
+    for (const [field, value] of [["due_at", due], ["target_at", target]] as const) {
+      if (value !== null && value > deadline) {
+        if (options.capAtDeadline) {
+          if (field === "due_at") due = deadline
+          else target = deadline
+        } else if (!options.allowPastDeadline) {
+          return Either.left(
+            ValidationError.field(field, `${field} is after the deadline; send allow_past_deadline or cap_at_deadline`)
+          )
+        }
+      }
+    }
+    return Either.right({ ...view, due_at: due, target_at: target })
+  }
+  return Either.right(view)
+}
+
+/** The stored row of a new task (CONTRACT §7 meanings), or why it is refused. */
+export const newTaskRow = (
+  input: TaskCreate,
+  context: { readonly now: Date; readonly zone: string; readonly projectId: number; readonly userId: number }
+): Either.Either<Row, ValidationError> => {
+  const now = context.now.toISOString()
+  const view: RuleView = {
+    due_at: iso(input.due_at),
+    target_at: iso(input.target_at),
+    deadline_at: iso(input.deadline_at),
+    rrule: input.rrule?.trim() ?? null,
+    is_reminder: input.is_reminder ?? false,
+    is_tracked: input.is_tracked ?? false,
+    progress_target: input.progress_target ?? 1
+  }
+  return Either.map(
+    checkRules(view, {
+      allowPastDeadline: input.allow_past_deadline ?? false,
+      capAtDeadline: input.cap_at_deadline ?? false,
+      ruleTouched: true,
+      dateTouched: true
+    }),
+    (checked): Row => {
+      const title = input.title.trim()
+      const autoTarget = checked.target_at === null && checked.deadline_at !== null
+      return {
+        user_id: context.userId,
+        project_id: context.projectId,
+        title,
+        original_title: input.title,
+        short_title: input.short_title?.trim() ?? title,
+        priority: input.priority ?? 0,
+        due_at: checked.due_at,
+        original_due_at: checked.due_at,
+        rrule: checked.rrule,
+        recurrence_mode: input.recurrence_mode ?? "from_due",
+        ...anchorsOf(checked.due_at, context.zone),
+        target_at: autoTarget ? checked.deadline_at : checked.target_at,
+        target_set_at: checked.target_at !== null ? now : null,
+        target_auto: autoTarget,
+        deadline_at: checked.deadline_at,
+        horizon: input.horizon ?? null,
+        horizon_set_at: input.horizon !== undefined && input.horizon !== null ? now : null,
+        deadline_nag_off: input.deadline_nag_off ?? false,
+        auto_snooze_minutes: input.auto_snooze_minutes ?? 0,
+        labels: dedupe(input.labels ?? []),
+        notes: input.notes ?? "",
+        is_reminder: checked.is_reminder,
+        is_tracked: checked.is_tracked,
+        progress_target: checked.progress_target,
+        progress_period_start: null,
+        quota_prompt_config: (input.quota_prompt_config ?? null) as JsonValue,
+        created_at: now,
+        updated_at: now
+      }
+    }
+  )
+}
+
+const dedupe = (labels: ReadonlyArray<string>): ReadonlyArray<string> => [...new Set(labels.map((l) => l.trim()))]
+
+/** Columns that are bookkeeping, not something the user changed; left out of `fields_changed`. */
+const INTERNAL_COLUMNS = new Set(["previous_due_at", "enrichment_requested_at", "updated_at"])
+export const visibleFields = (fields: ReadonlyArray<string>) => fields.filter((f) => !INTERNAL_COLUMNS.has(f))
+
+/**
+ * The writes a PATCH makes to `current`, or why it is refused. Only fields present in the
+ * patch (and what they imply: anchors, set-at stamps) are written.
+ */
+export const patchTaskRow = (
+  current: Row,
+  patch: TaskPatch,
+  context: { readonly now: Date; readonly zone: string }
+): Either.Either<Row, ValidationError> => {
+  const now = context.now.toISOString()
+  const str = (v: JsonValue | undefined) => (typeof v === "string" ? v : null)
+  const has = <K extends keyof TaskPatch>(k: K) => patch[k] !== undefined
+  const view: RuleView = {
+    due_at: has("due_at") ? iso(patch.due_at) : str(current.due_at),
+    target_at: has("target_at") ? iso(patch.target_at) : str(current.target_at),
+    deadline_at: has("deadline_at") ? iso(patch.deadline_at) : str(current.deadline_at),
+    rrule: has("rrule") ? (patch.rrule?.trim() ?? null) : str(current.rrule),
+    is_reminder: Boolean(current.is_reminder),
+    is_tracked: has("is_tracked") ? patch.is_tracked! : Boolean(current.is_tracked),
+    progress_target: has("progress_target") ? patch.progress_target! : Number(current.progress_target)
+  }
+  const becameQuota = isQuota(view) && !isQuota({
+    progress_target: Number(current.progress_target),
+    is_tracked: Boolean(current.is_tracked)
+  })
+  const checked = checkRules(view, {
+    allowPastDeadline: patch.allow_past_deadline ?? false,
+    capAtDeadline: patch.cap_at_deadline ?? false,
+    ruleTouched: has("rrule") || becameQuota,
+    dateTouched: has("due_at") || becameQuota
+  })
+  if (Either.isLeft(checked)) return Either.left(checked.left)
+  const v = checked.right
+  const out: Row = {}
+  if (has("title")) out.title = patch.title!.trim()
+  if (has("short_title")) out.short_title = patch.short_title!.trim()
+  if (has("priority")) out.priority = patch.priority!
+  if (has("notes")) out.notes = patch.notes!
+  if (has("labels")) out.labels = dedupe(patch.labels!)
+  if (has("project_id")) out.project_id = patch.project_id!
+  if (has("recurrence_mode")) out.recurrence_mode = patch.recurrence_mode!
+  if (has("auto_snooze_minutes")) out.auto_snooze_minutes = patch.auto_snooze_minutes!
+  if (has("deadline_nag_off")) out.deadline_nag_off = patch.deadline_nag_off!
+  if (has("progress_target")) out.progress_target = patch.progress_target!
+  if (has("progress_current")) out.progress_current = patch.progress_current!
+  if (has("is_tracked")) out.is_tracked = patch.is_tracked!
+  if (has("quota_prompt_config")) out.quota_prompt_config = (patch.quota_prompt_config ?? null) as JsonValue
+  if (has("rrule")) out.rrule = v.rrule
+  if (has("due_at") || v.due_at !== str(current.due_at)) {
+    out.due_at = v.due_at
+    Object.assign(out, anchorsOf(v.due_at, context.zone))
+    if (current.original_due_at === null || patch.reset_original_due_at === true) out.original_due_at = v.due_at
+  } else if (patch.reset_original_due_at === true) {
+    out.original_due_at = v.due_at
+  }
+  if (has("deadline_at")) out.deadline_at = v.deadline_at
+  if (has("target_at") || v.target_at !== str(current.target_at)) {
+    if (v.target_at === null && v.deadline_at !== null) {
+      // Null on a deadline task means "back to automatic" (spec §4.3).
+      out.target_at = v.deadline_at
+      out.target_auto = true
+    } else {
+      out.target_at = v.target_at
+      out.target_auto = false
+      if (v.target_at !== null && (current.target_set_at === null || patch.retarget === true)) out.target_set_at = now
+    }
+  } else if (has("deadline_at") && current.target_auto === true) {
+    out.target_at = v.deadline_at
+    out.target_auto = v.deadline_at !== null
+  }
+  if (patch.retarget === true && v.target_at !== null) out.target_set_at = now
+  if (has("horizon")) {
+    out.horizon = patch.horizon ?? null
+    if (patch.horizon !== current.horizon) out.horizon_set_at = patch.horizon === null ? null : now
+  }
+  if (patch.affirm_horizon === true) out.horizon_set_at = now
+  return Either.right(out)
+}

@@ -1,0 +1,66 @@
+import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { Schema } from "effect"
+import { TokenIdParam } from "../domain/Ids.js"
+import { Preferences, PreferencesPatch } from "../domain/Preferences.js"
+import { Timestamp } from "../domain/Task.js"
+import { Data } from "./Envelope.js"
+import { Authentication } from "./Security.js"
+
+export const Me = Schema.Struct({
+  id: Schema.Int,
+  username: Schema.String,
+  timezone: Schema.String,
+  week_start: Schema.String
+}).annotations({ identifier: "Me" })
+
+export const TokenListItem = Schema.Struct({
+  id: Schema.Int,
+  name: Schema.String,
+  token_preview: Schema.String,
+  created_at: Timestamp
+}).annotations({ identifier: "TokenListItem" })
+
+export const CreatedToken = Schema.extend(TokenListItem, Schema.Struct({ token: Schema.String }))
+
+export const TokenCreate = Schema.Struct({
+  name: Schema.String.pipe(
+    Schema.filter((s) => s.trim().length > 0 || "must not be empty"),
+    Schema.maxLength(100, { message: () => "must be at most 100 characters" })
+  )
+})
+
+/** Who the caller is, their preferences and their API tokens. */
+export class AccountApi extends HttpApiGroup.make("account")
+  .add(HttpApiEndpoint.get("me", "/api/auth/me").addSuccess(Data(Me)))
+  .add(HttpApiEndpoint.get("preferences", "/api/user/preferences").addSuccess(Data(Preferences)))
+  .add(
+    HttpApiEndpoint.patch("updatePreferences", "/api/user/preferences").setPayload(PreferencesPatch).addSuccess(
+      Data(Preferences)
+    )
+  )
+  .add(
+    HttpApiEndpoint.get("tokens", "/api/tokens").addSuccess(Data(Schema.Struct({ tokens: Schema.Array(TokenListItem) })))
+  )
+  .add(HttpApiEndpoint.post("createToken", "/api/tokens").setPayload(TokenCreate).addSuccess(Data(CreatedToken), { status: 201 }))
+  .add(
+    HttpApiEndpoint.del("deleteToken", "/api/tokens/:id").setPath(TokenIdParam).addSuccess(
+      Data(Schema.Struct({ deleted: Schema.Literal(true) }))
+    )
+  )
+  .middleware(Authentication)
+{}
+
+/**
+ * The web login flow: a valid Bearer token mints an HttpOnly session cookie that then
+ * authenticates like the token; DELETE signs the cookie out.
+ */
+export class SessionApi extends HttpApiGroup.make("session")
+  .add(
+    HttpApiEndpoint.post("createSession", "/api/auth/session").addSuccess(
+      Data(Schema.Struct({ user: Me, expires_at: Timestamp }))
+    )
+  )
+  .add(
+    HttpApiEndpoint.del("deleteSession", "/api/auth/session").addSuccess(Data(Schema.Struct({ signed_out: Schema.Boolean })))
+  )
+{}

@@ -1,0 +1,72 @@
+import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Cookies } from "@effect/platform"
+import { Effect } from "effect"
+import { Authenticator } from "../services/Authenticator.js"
+import { Credentials, SESSION_COOKIE } from "../services/Credentials.js"
+import { CurrentUser, type CurrentUserShape } from "../services/CurrentUser.js"
+import { PreferencesService } from "../services/PreferencesService.js"
+import { Api } from "./Api.js"
+import { sendData } from "./Envelope.js"
+
+const meOf = (preferences: PreferencesService) => (user: CurrentUserShape) =>
+  Effect.map(preferences.get(user), (prefs) => ({
+    id: user.id,
+    username: user.username,
+    timezone: prefs.timezone,
+    week_start: prefs.week_start
+  }))
+
+export const AccountHttpLive = HttpApiBuilder.group(Api, "account", (handlers) =>
+  Effect.gen(function*() {
+    const preferences = yield* PreferencesService
+    const credentials = yield* Credentials
+    const me = meOf(preferences)
+    return handlers
+      .handle("me", () => Effect.flatMap(CurrentUser, me).pipe(Effect.map((body) => sendData(body))))
+      .handle("preferences", () => Effect.flatMap(CurrentUser, preferences.get).pipe(Effect.map((p) => sendData(p))))
+      .handle("updatePreferences", ({ payload }) =>
+        Effect.flatMap(CurrentUser, (user) => preferences.update(user, payload)).pipe(Effect.map((p) => sendData(p))))
+      .handle("tokens", () =>
+        Effect.flatMap(CurrentUser, (user) => credentials.listTokens(user.id)).pipe(
+          Effect.map((tokens) => sendData({ tokens }))
+        ))
+      .handle("createToken", ({ payload }) =>
+        Effect.flatMap(CurrentUser, (user) => credentials.createToken(user.id, payload.name.trim())).pipe(
+          Effect.map((token) => sendData(token, 201))
+        ))
+      .handle("deleteToken", ({ path }) =>
+        Effect.flatMap(CurrentUser, (user) => credentials.deleteToken(user.id, path.id)).pipe(
+          Effect.as(sendData({ deleted: true }))
+        ))
+  }))
+
+export const SessionHttpLive = HttpApiBuilder.group(Api, "session", (handlers) =>
+  Effect.gen(function*() {
+    const authenticator = yield* Authenticator
+    const credentials = yield* Credentials
+    const preferences = yield* PreferencesService
+    const me = meOf(preferences)
+    return handlers
+      .handle("createSession", () =>
+        Effect.gen(function*() {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const { tokenId, user } = yield* authenticator.bearerToken(request)
+          const session = yield* credentials.createSession(user.id, tokenId)
+          const body = { user: yield* me(user), expires_at: session.expires.toISOString() }
+          return yield* HttpServerResponse.setCookie(sendData(body), SESSION_COOKIE, session.secret, {
+            httpOnly: true,
+            sameSite: "lax",
+            path: "/",
+            expires: session.expires
+          }).pipe(Effect.orDie)
+        }))
+      .handle("deleteSession", () =>
+        Effect.gen(function*() {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const secret = Cookies.parseHeader(request.headers["cookie"] ?? "")[SESSION_COOKIE]
+          if (secret !== undefined && secret !== "") yield* credentials.deleteSession(secret)
+          return yield* HttpServerResponse.expireCookie(sendData({ signed_out: true }), SESSION_COOKIE, { path: "/" }).pipe(
+            Effect.orDie
+          )
+        }))
+  }))

@@ -1,0 +1,35 @@
+import { HttpApi, OpenApi } from "@effect/platform"
+import {
+  ConflictWire,
+  ForbiddenWire,
+  NotFoundWire,
+  ServiceUnavailableWire,
+  UnauthorizedWire,
+  ValidationErrorWire
+} from "../domain/Errors.js"
+import { AccountApi, SessionApi } from "./AccountApi.js"
+import { ProjectsApi } from "./ProjectsApi.js"
+import { SystemApi } from "./SystemApi.js"
+import { TasksApi } from "./TasksApi.js"
+
+/** The whole interface, as served and as described at GET /api/openapi. */
+export class Api extends HttpApi.make("steady")
+  .add(SystemApi)
+  .add(SessionApi)
+  .add(AccountApi)
+  .add(TasksApi)
+  .add(ProjectsApi)
+  .addError(ValidationErrorWire)
+  .addError(UnauthorizedWire)
+  .addError(ForbiddenWire)
+  .addError(NotFoundWire)
+  .addError(ConflictWire)
+  .addError(ServiceUnavailableWire)
+  .annotateContext(
+    OpenApi.annotations({
+      title: "Steady task service",
+      version: "1.0.0",
+      description: "Self-hosted task service: tasks, recurring tasks, reminders, quotas, projects, undo/redo, webhooks."
+    })
+  )
+{}

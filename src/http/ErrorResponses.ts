@@ -1,0 +1,87 @@
+import {
+  HttpApiBuilder,
+  HttpApiError,
+  HttpIncomingMessage,
+  HttpServerError,
+  HttpServerRequest,
+  HttpServerResponse
+} from "@effect/platform"
+import { Cause, Effect, Option, ParseResult } from "effect"
+import { type AppError, envelopeOf, isAppError, statusOf } from "../domain/Errors.js"
+
+export const MAX_BODY_BYTES = 1024 * 1024
+
+const envelope = (status: number, code: string, error: string, details: Record<string, unknown> = {}) =>
+  HttpServerResponse.unsafeJson({ error, code, details }, { status })
+
+export const appErrorResponse = (error: AppError) => HttpServerResponse.unsafeJson(envelopeOf(error), { status: statusOf(error) })
+
+const pathKey = (path: ReadonlyArray<PropertyKey>) => path.map(String).join(".")
+
+/** Field path → message, from the issues HttpApi collected while decoding. */
+const decodeDetails = (error: HttpApiError.HttpApiDecodeError): Record<string, string> => {
+  const details: Record<string, string> = {}
+  for (const issue of error.issues) {
+    const key = pathKey(issue.path) || "body"
+    details[key] ??= issue.message
+  }
+  return details
+}
+
+const parseErrorDetails = (error: ParseResult.ParseError): Record<string, string> => {
+  const details: Record<string, string> = {}
+  for (const issue of ParseResult.ArrayFormatter.formatErrorSync(error)) {
+    details[pathKey(issue.path) || "body"] ??= issue.message
+  }
+  return details
+}
+
+const isMaxBytes = (error: HttpServerError.RequestError) =>
+  String((error.cause as Error | undefined)?.message ?? "").includes("maxBytes exceeded")
+
+/** Turns whatever a request failed with into the `{error, code, details}` envelope. */
+export const errorResponse = (cause: Cause.Cause<unknown>) =>
+  Effect.gen(function*() {
+    const failure = Option.orElse(Cause.failureOption(cause), () => Cause.dieOption(cause))
+    if (Option.isNone(failure)) {
+      return envelope(503, "SERVICE_UNAVAILABLE", "The request was interrupted")
+    }
+    const error = failure.value
+    if (isAppError(error)) return appErrorResponse(error)
+    if (error instanceof HttpApiError.HttpApiDecodeError) {
+      return envelope(400, "VALIDATION_ERROR", "Invalid request", decodeDetails(error))
+    }
+    if (ParseResult.isParseError(error)) {
+      return envelope(400, "VALIDATION_ERROR", "Invalid request", parseErrorDetails(error))
+    }
+    if (HttpServerError.isServerError(error)) {
+      if (error._tag === "RouteNotFound") return envelope(404, "NOT_FOUND", "No such endpoint")
+      if (error._tag === "RequestError") {
+        if (isMaxBytes(error)) {
+          return envelope(413, "PAYLOAD_TOO_LARGE", `The request body is larger than ${MAX_BODY_BYTES} bytes`)
+        }
+        return envelope(400, "VALIDATION_ERROR", "The request body is not valid JSON", { body: "malformed JSON" })
+      }
+    }
+    yield* Effect.logError("Unexpected failure while handling a request", cause)
+    return envelope(500, "INTERNAL_ERROR", "Internal server error")
+  })
+
+/**
+ * API-level middleware: runs around the router, before HttpApi's own error encoder, so
+ * decode errors, unknown routes, malformed JSON and oversized bodies all leave in our
+ * envelope, and nothing unexpected leaves as a stack trace.
+ */
+export const ErrorEnvelopeLive = HttpApiBuilder.middleware((app) =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const length = Number(request.headers["content-length"] ?? "0")
+    if (Number.isFinite(length) && length > MAX_BODY_BYTES) {
+      return envelope(413, "PAYLOAD_TOO_LARGE", `The request body is larger than ${MAX_BODY_BYTES} bytes`)
+    }
+    return yield* app.pipe(
+      HttpIncomingMessage.withMaxBodySize(Option.some(MAX_BODY_BYTES)),
+      Effect.catchAllCause(errorResponse)
+    )
+  })
+)

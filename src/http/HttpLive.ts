@@ -1,0 +1,43 @@
+import { HttpApiBuilder, HttpMiddleware, HttpServer } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Effect, Layer } from "effect"
+import { createServer } from "node:http"
+import { AppConfig } from "../services/AppConfig.js"
+import { AccountHttpLive, SessionHttpLive } from "./AccountHttp.js"
+import { Api } from "./Api.js"
+import { ErrorEnvelopeLive } from "./ErrorResponses.js"
+import { ProjectsHttpLive } from "./ProjectsHttp.js"
+import { AuthenticationLive } from "./Security.js"
+import { SystemHttpLive } from "./SystemHttp.js"
+import { TasksHttpLive } from "./TasksHttp.js"
+
+/**
+ * The API with every group's handlers, auth and the error envelope. It needs the
+ * services (see `ServicesLive`) but no server: a host program can mount it.
+ */
+export const ApiLive = HttpApiBuilder.api(Api).pipe(
+  Layer.provide([SystemHttpLive, SessionHttpLive, AccountHttpLive, TasksHttpLive, ProjectsHttpLive]),
+  Layer.provide(AuthenticationLive),
+  Layer.provideMerge(ErrorEnvelopeLive)
+)
+
+/** CONTRACT §6: headers within 10 s, the whole request within 30 s. */
+export const makeNodeServer = () => {
+  const server = createServer()
+  server.headersTimeout = 10_000
+  server.requestTimeout = 30_000
+  server.keepAliveTimeout = 5_000
+  return server
+}
+
+/** Listens on `HOST:PORT` from the configuration. */
+export const NodeServerLive = Layer.unwrapEffect(
+  Effect.map(AppConfig, (config) => NodeHttpServer.layer(makeNodeServer, { port: config.port, host: config.host }))
+)
+
+/** Serves the API; spans only when a tracer is configured, so none per request by default. */
+export const HttpServerLive = HttpApiBuilder.serve().pipe(
+  HttpMiddleware.withTracerDisabledWhen(() => true),
+  Layer.provide(ApiLive),
+  HttpServer.withLogAddress
+)

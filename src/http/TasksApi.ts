@@ -1,0 +1,31 @@
+import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { TaskIdParam } from "../domain/Ids.js"
+import {
+  Task,
+  TaskCounts,
+  TaskCreate,
+  TaskList,
+  TaskListQuery,
+  TaskPatch,
+  TaskWithChanges,
+  TaskWithMessage
+} from "../domain/Task.js"
+import { Data } from "./Envelope.js"
+import { Authentication } from "./Security.js"
+
+export class TasksApi extends HttpApiGroup.make("tasks")
+  .add(HttpApiEndpoint.get("list", "/api/tasks").setUrlParams(TaskListQuery).addSuccess(Data(TaskList)))
+  .add(HttpApiEndpoint.post("create", "/api/tasks").setPayload(TaskCreate).addSuccess(Data(Task), { status: 201 }))
+  .add(HttpApiEndpoint.get("counts", "/api/tasks/counts").addSuccess(Data(TaskCounts)))
+  .add(HttpApiEndpoint.get("trash", "/api/trash").addSuccess(Data(TaskList)))
+  .add(HttpApiEndpoint.get("get", "/api/tasks/:id").setPath(TaskIdParam).addSuccess(Data(Task)))
+  .add(
+    HttpApiEndpoint.patch("update", "/api/tasks/:id").setPath(TaskIdParam).setPayload(TaskPatch).addSuccess(
+      Data(TaskWithChanges)
+    )
+  )
+  .add(HttpApiEndpoint.del("delete", "/api/tasks/:id").setPath(TaskIdParam).addSuccess(Data(TaskWithMessage)))
+  .add(HttpApiEndpoint.post("restore", "/api/tasks/:id/restore").setPath(TaskIdParam).addSuccess(Data(Task)))
+  .add(HttpApiEndpoint.post("reprocess", "/api/tasks/:id/reprocess").setPath(TaskIdParam).addSuccess(Data(Task)))
+  .middleware(Authentication)
+{}

@@ -1,0 +1,11 @@
+import { Context } from "effect"
+import type { UserId } from "../domain/Ids.js"
+
+/** The authenticated caller; every request operates on this user's data. */
+export interface CurrentUserShape {
+  readonly id: UserId
+  readonly username: string
+  readonly timezone: string
+}
+
+export class CurrentUser extends Context.Tag("steady/CurrentUser")<CurrentUser, CurrentUserShape>() {}

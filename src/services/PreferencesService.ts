@@ -1,0 +1,61 @@
+import * as SqlClient from "@effect/sql/SqlClient"
+import { Effect } from "effect"
+import { NotFound, ValidationError } from "../domain/Errors.js"
+import { type Preferences, type PreferencesPatch, type StoredPreferences, withDefaults } from "../domain/Preferences.js"
+import type { CurrentUserShape } from "./CurrentUser.js"
+import { Mutations } from "./Mutations.js"
+
+/** Spec §2.8 preferences and the user's time zone (CONTRACT §5). */
+export class PreferencesService extends Effect.Service<PreferencesService>()("steady/PreferencesService", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const mutations = yield* Mutations
+
+    const read = (userId: number, lock = false) =>
+      Effect.gen(function*() {
+        const rows = yield* Effect.orDie(
+          lock
+            ? sql<{ preferences: Partial<StoredPreferences>; timezone: string }>`
+                SELECT preferences, timezone FROM users WHERE id = ${userId} FOR UPDATE`
+            : sql<{ preferences: Partial<StoredPreferences>; timezone: string }>`
+                SELECT preferences, timezone FROM users WHERE id = ${userId}`
+        )
+        if (rows[0] === undefined) return yield* Effect.fail(NotFound.of("User"))
+        return withDefaults(rows[0].preferences, rows[0].timezone)
+      })
+
+    const get = (user: CurrentUserShape) => read(user.id)
+
+    const update = (user: CurrentUserShape, patch: PreferencesPatch) =>
+      mutations.run({ user, action: "preferences", undoable: false }, (tx) =>
+        Effect.gen(function*() {
+          const current = yield* read(user.id, true)
+          for (const field of ["default_reminder_slot_id", "quota_prompt_slot_id"] as const) {
+            const slot = patch[field]
+            if (slot !== undefined && slot !== null) {
+              const owned = yield* Effect.orDie(
+                sql<{ id: number }>`SELECT id FROM time_slots WHERE id = ${slot} AND user_id = ${user.id}`
+              )
+              if (owned.length === 0) return yield* Effect.fail(ValidationError.field(field, "No such time slot"))
+            }
+          }
+          const { timezone, ...rest } = patch
+          const defined = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined))
+          const next: Preferences = {
+            ...current,
+            ...defined,
+            timezone: timezone ?? current.timezone,
+            ai_context_updated_at: patch.ai_context !== undefined && patch.ai_context !== current.ai_context
+              ? tx.now.toISOString()
+              : current.ai_context_updated_at
+          }
+          const { timezone: zone, ...stored } = next
+          yield* Effect.orDie(sql`UPDATE users SET preferences = ${JSON.stringify(stored)}::jsonb, timezone = ${zone}
+            WHERE id = ${user.id}`)
+          tx.describe("Updated preferences")
+          return next
+        }))
+
+    return { get, update } as const
+  })
+}) {}

@@ -1,0 +1,134 @@
+import * as SqlClient from "@effect/sql/SqlClient"
+import { Effect } from "effect"
+import { Forbidden, NotFound, ValidationError } from "../domain/Errors.js"
+import type { Row } from "../domain/Json.js"
+import type { ProjectCreate, ProjectPatch } from "../domain/Project.js"
+import type { CurrentUserShape } from "./CurrentUser.js"
+import { Mutations } from "./Mutations.js"
+import { now as clockNow } from "./ServiceClock.js"
+import { ProjectsTable, TasksTable } from "./Tables.js"
+
+/** Project writes go through the mutation pipeline; reads build JSON in the database. */
+export class Projects extends Effect.Service<Projects>()("steady/Projects", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const mutations = yield* Mutations
+
+    const projectJson = (now: Date) =>
+      sql`json_build_object(
+        'id', p.id, 'name', p.name, 'owner_id', p.owner_id, 'shared', p.shared, 'sort_order', p.sort_order,
+        'color', p.color, 'description', p.description, 'is_inbox', p.is_inbox,
+        'active_count', (SELECT count(*) FROM tasks t WHERE t.project_id = p.id AND NOT t.done
+                           AND t.deleted_at IS NULL AND t.archived_at IS NULL)::int,
+        'overdue_count', (SELECT count(*) FROM tasks t WHERE t.project_id = p.id AND NOT t.done
+                           AND t.deleted_at IS NULL AND t.archived_at IS NULL AND NOT t.is_reminder
+                           AND NOT t.is_tracked AND t.progress_target <= 1
+                           AND t.due_at < ${now.toISOString()}::timestamptz)::int,
+        'created_at', steady_iso(p.created_at))`
+
+    const list = (user: CurrentUserShape) =>
+      Effect.gen(function*() {
+        const now = yield* clockNow
+        const rows = yield* sql<{ project: unknown }>`
+          SELECT ${projectJson(now)} AS project FROM projects p
+          WHERE p.owner_id = ${user.id} OR p.shared ORDER BY p.sort_order, p.name, p.id`
+        const projects = rows.map((r) => r.project)
+        return { projects, count: projects.length }
+      }).pipe(Effect.orDie)
+
+    const read = (user: CurrentUserShape, id: number) =>
+      Effect.gen(function*() {
+        const now = yield* clockNow
+        const rows = yield* Effect.orDie(sql<{ project: Record<string, unknown> }>`
+          SELECT ${projectJson(now)} AS project FROM projects p
+          WHERE p.id = ${id} AND (p.owner_id = ${user.id} OR p.shared)`)
+        if (rows[0] === undefined) return yield* Effect.fail(NotFound.of("Project"))
+        return rows[0].project
+      })
+
+    /** 404 for a project the caller cannot see, 403 for a shared one they do not own. */
+    const lockOwned = (user: CurrentUserShape, id: number) =>
+      Effect.gen(function*() {
+        const rows = yield* Effect.orDie(
+          sql<{ owner_id: number; shared: boolean; is_inbox: boolean; name: string }>`
+            SELECT owner_id, shared, is_inbox, name FROM projects WHERE id = ${id} FOR UPDATE`
+        )
+        const project = rows[0]
+        if (project === undefined || (project.owner_id !== user.id && !project.shared)) {
+          return yield* Effect.fail(NotFound.of("Project"))
+        }
+        if (project.owner_id !== user.id) {
+          return yield* Effect.fail(new Forbidden({ message: "Only the owner can change a shared project" }))
+        }
+        return project
+      })
+
+    const create = (user: CurrentUserShape, input: ProjectCreate) =>
+      mutations.run({ user, action: "project_create" }, (tx) =>
+        Effect.gen(function*() {
+          const [next] = yield* Effect.orDie(
+            sql<{ n: number }>`SELECT (COALESCE(max(sort_order), 0) + 1)::int AS n FROM projects WHERE owner_id = ${user.id}`
+          )
+          const at = tx.now.toISOString()
+          const row = yield* tx.insert(ProjectsTable, {
+            owner_id: user.id,
+            name: input.name.trim(),
+            shared: input.shared ?? false,
+            sort_order: input.sort_order ?? next!.n,
+            color: input.color ?? "",
+            description: input.description ?? "",
+            created_at: at,
+            updated_at: at
+          })
+          tx.describe(`Created project '${input.name.trim()}'`)
+          return yield* read(user, Number(row.id))
+        }))
+
+    const update = (user: CurrentUserShape, id: number, patch: ProjectPatch) =>
+      mutations.run({ user, action: "project_edit" }, (tx) =>
+        Effect.gen(function*() {
+          const project = yield* lockOwned(user, id)
+          if (project.is_inbox && patch.name !== undefined && patch.name.trim() !== project.name) {
+            return yield* Effect.fail(ValidationError.field("name", "The Inbox cannot be renamed"))
+          }
+          const writes: Row = {}
+          if (patch.name !== undefined) writes.name = patch.name.trim()
+          if (patch.shared !== undefined) writes.shared = patch.shared
+          if (patch.sort_order !== undefined) writes.sort_order = patch.sort_order
+          if (patch.color !== undefined) writes.color = patch.color
+          if (patch.description !== undefined) writes.description = patch.description
+          yield* tx.update(ProjectsTable, id, writes)
+          tx.describe(`Edited project '${String(writes.name ?? project.name)}'`)
+          return yield* read(user, id)
+        }))
+
+    /** Each task goes to its own owner's Inbox, then the project goes. */
+    const remove = (user: CurrentUserShape, id: number) =>
+      mutations.run({ user, action: "project_delete" }, (tx) =>
+        Effect.gen(function*() {
+          const project = yield* lockOwned(user, id)
+          if (project.is_inbox) return yield* Effect.fail(ValidationError.field("id", "The Inbox cannot be deleted"))
+          const tasks = yield* Effect.orDie(sql<{ id: number; inbox: number }>`
+            SELECT t.id, p.id AS inbox FROM tasks t JOIN projects p ON p.owner_id = t.user_id AND p.is_inbox
+            WHERE t.project_id = ${id} ORDER BY t.id FOR UPDATE OF t`)
+          for (const task of tasks) yield* tx.update(TasksTable, task.id, { project_id: task.inbox })
+          yield* tx.remove(ProjectsTable, id)
+          tx.describe(`Deleted project '${project.name}'`)
+          return { deleted: true as const, tasks_moved_to_inbox: tasks.length }
+        }))
+
+    const reorder = (user: CurrentUserShape, ids: ReadonlyArray<number>) =>
+      mutations.run({ user, action: "project_reorder" }, (tx) =>
+        Effect.gen(function*() {
+          if (new Set(ids).size !== ids.length) {
+            return yield* Effect.fail(ValidationError.field("project_ids", "must not repeat an id"))
+          }
+          for (const id of ids) yield* lockOwned(user, id)
+          for (const [index, id] of ids.entries()) yield* tx.update(ProjectsTable, id, { sort_order: index })
+          tx.describe(`Reordered ${ids.length} projects`)
+          return { reordered: ids.length }
+        }))
+
+    return { list, read, create, update, remove, reorder } as const
+  })
+}) {}

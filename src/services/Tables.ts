@@ -1,0 +1,126 @@
+import type { JsonValue, Row } from "../domain/Json.js"
+
+/**
+ * Column kinds of the tables the mutation pipeline writes. The kind decides how a value
+ * is sent (`$n::kind`) and how a read value is normalised for the undo log, so a field's
+ * before and after compare equal exactly when the database holds the same value.
+ */
+export type ColumnKind = "int" | "text" | "bool" | "ts" | "json"
+
+export interface TableSpec {
+  readonly name: string
+  readonly columns: Readonly<Record<string, ColumnKind>>
+  /** Set on every update, and left out of undo diffs. */
+  readonly touch?: string
+}
+
+const taskColumns = {
+  user_id: "int",
+  project_id: "int",
+  title: "text",
+  original_title: "text",
+  short_title: "text",
+  done: "bool",
+  done_at: "ts",
+  priority: "int",
+  due_at: "ts",
+  rrule: "text",
+  recurrence_mode: "text",
+  anchor_time: "text",
+  anchor_dow: "int",
+  anchor_dom: "int",
+  original_due_at: "ts",
+  previous_due_at: "ts",
+  target_at: "ts",
+  deadline_at: "ts",
+  horizon: "text",
+  horizon_set_at: "ts",
+  last_considered_at: "ts",
+  segment_deferred_at: "ts",
+  segment_targeted_at: "ts",
+  target_set_at: "ts",
+  target_auto: "bool",
+  occurrence_at: "ts",
+  deadline_nag_off: "bool",
+  auto_snooze_minutes: "int",
+  deleted_at: "ts",
+  archived_at: "ts",
+  labels: "json",
+  notes: "text",
+  is_reminder: "bool",
+  is_tracked: "bool",
+  progress_target: "int",
+  progress_current: "int",
+  progress_period_start: "ts",
+  quota_prompt_config: "json",
+  quota_day_state: "json",
+  completion_count: "int",
+  skip_count: "int",
+  snooze_count: "int",
+  first_completed_at: "ts",
+  last_completed_at: "ts",
+  enrichment_requested_at: "ts",
+  created_at: "ts",
+  updated_at: "ts"
+} as const satisfies Record<string, ColumnKind>
+
+export type TaskColumn = keyof typeof taskColumns
+
+export const TasksTable: TableSpec = { name: "tasks", columns: taskColumns, touch: "updated_at" }
+
+export const ProjectsTable: TableSpec = {
+  name: "projects",
+  columns: {
+    owner_id: "int",
+    name: "text",
+    shared: "bool",
+    sort_order: "int",
+    color: "text",
+    description: "text",
+    is_inbox: "bool",
+    created_at: "ts",
+    updated_at: "ts"
+  },
+  touch: "updated_at"
+}
+
+export const TimeSlotsTable: TableSpec = {
+  name: "time_slots",
+  columns: { user_id: "int", label: "text", start_time: "text", sort_order: "int", created_at: "ts" }
+}
+
+export const tablesByName: Readonly<Record<string, TableSpec>> = {
+  tasks: TasksTable,
+  projects: ProjectsTable,
+  time_slots: TimeSlotsTable
+}
+
+
+/** The value as the undo log keeps it: timestamps as ISO strings with milliseconds. */
+export const normalizeValue = (kind: ColumnKind | undefined, value: unknown): JsonValue => {
+  if (value === null || value === undefined) return null
+  if (kind === "ts") return (value instanceof Date ? value : new Date(String(value))).toISOString()
+  if (value instanceof Date) return value.toISOString()
+  return value as JsonValue
+}
+
+export const normalizeRow = (table: TableSpec, raw: Record<string, unknown>): Row => {
+  const out: Row = {}
+  for (const [key, value] of Object.entries(raw)) out[key] = normalizeValue(table.columns[key], value)
+  return out
+}
+
+/** The SQL parameter for a value: JSON as text, timestamps as ISO text, the rest as is. */
+export const sqlParam = (kind: ColumnKind, value: JsonValue): unknown => {
+  if (value === null) return null
+  if (kind === "json") return JSON.stringify(value)
+  return value
+}
+
+export const sqlCast: Record<ColumnKind, string> = {
+  int: "integer",
+  text: "text",
+  bool: "boolean",
+  ts: "timestamptz",
+  json: "jsonb"
+}

@@ -1,0 +1,161 @@
+import * as SqlClient from "@effect/sql/SqlClient"
+import type { Fragment } from "@effect/sql/Statement"
+import { Effect, Option } from "effect"
+import { NotFound } from "../domain/Errors.js"
+import type { Row } from "../domain/Json.js"
+import { startOfLocalDay, startOfNextLocalDay } from "../domain/LocalTime.js"
+import type { TaskListQuery } from "../domain/Task.js"
+import type { CurrentUserShape } from "./CurrentUser.js"
+import { normalizeRow, TasksTable } from "./Tables.js"
+
+export const DEFAULT_LIMIT = 200
+
+/**
+ * Reads of tasks. Lists and single tasks come back as JSON text built by the database
+ * (`steady_task_json`), so the hot paths neither decode rows nor re-encode them.
+ */
+export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueries", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    /**
+     * The one overdue definition (spec §4.2): the user's own open tasks whose current due
+     * date has passed; reminders and quotas are never overdue.
+     */
+    const overdue = (userId: number, now: Date): Fragment =>
+      sql`t.user_id = ${userId} AND NOT t.done AND t.deleted_at IS NULL AND t.archived_at IS NULL
+        AND NOT t.is_reminder AND NOT t.is_tracked AND t.progress_target <= 1
+        AND t.due_at < ${now.toISOString()}::timestamptz`
+
+    /** Tasks a user may see: their own, and those in projects shared with everyone. */
+    const visible = (userId: number): Fragment =>
+      sql`(t.user_id = ${userId} OR t.project_id IN (SELECT id FROM projects WHERE shared))`
+
+    const filters = (query: TaskListQuery, userId: number, now: Date): Array<Fragment> => {
+      const out: Array<Fragment> = []
+      const trashed = query.trashed ?? false
+      out.push(trashed ? sql`t.deleted_at IS NOT NULL` : sql`t.deleted_at IS NULL`)
+      // done defaults to false and archived to "not archived", unless the caller asks
+      // for the trash, the archive or done tasks.
+      const done = query.done ?? (query.archived === true || trashed ? undefined : false)
+      if (done !== undefined) out.push(done ? sql`t.done` : sql`NOT t.done`)
+      const archived = query.archived ?? (done === true || trashed ? undefined : false)
+      if (archived !== undefined) out.push(archived ? sql`t.archived_at IS NOT NULL` : sql`t.archived_at IS NULL`)
+      const project = query.project_id ?? query.project
+      if (project !== undefined) out.push(sql`t.project_id = ${project}`)
+      if (query.label !== undefined) out.push(sql`t.labels @> jsonb_build_array(${query.label}::text)`)
+      if (query.search !== undefined && query.search.trim() !== "") {
+        const pattern = `%${query.search.trim().replace(/[\\%_]/g, (c) => `\\${c}`)}%`
+        out.push(sql`(t.title ILIKE ${pattern} OR t.notes ILIKE ${pattern})`)
+      }
+      const quota = sql`(t.is_tracked OR t.progress_target > 1)`
+      if (query.kind === "quota") out.push(quota)
+      if (query.kind === "reminder") out.push(sql`t.is_reminder AND NOT ${quota}`)
+      if (query.kind === "task") out.push(sql`NOT t.is_reminder AND NOT ${quota}`)
+      if (query.recurring !== undefined) {
+        out.push(query.recurring ? sql`(t.rrule IS NOT NULL AND NOT ${quota})` : sql`(t.rrule IS NULL OR ${quota})`)
+      }
+      if (query.one_off !== undefined) {
+        out.push(query.one_off ? sql`(t.rrule IS NULL AND NOT ${quota})` : sql`(t.rrule IS NOT NULL OR ${quota})`)
+      }
+      if (query.overdue === true) out.push(overdue(userId, now))
+      if (query.overdue === false) out.push(sql`NOT (${overdue(userId, now)})`)
+      return out
+    }
+
+    /**
+     * `{data: {tasks, count}}` as JSON text. Own tasks and shared-project tasks are read
+     * by two index-ordered branches, each limited, then merged; a single OR would make
+     * PostgreSQL sort every open task of the user on each request.
+     */
+    const listJson = (user: CurrentUserShape, query: TaskListQuery, now: Date) => {
+      const limit = query.limit ?? DEFAULT_LIMIT
+      const offset = query.offset ?? 0
+      const where = sql.and(filters(query, user.id, now))
+      const window = limit + offset
+      const shared = query.overdue === true
+        ? sql``
+        : sql`UNION ALL (SELECT t AS task, t.due_at, t.id FROM tasks t
+             WHERE t.user_id <> ${user.id} AND t.project_id IN (SELECT id FROM projects WHERE shared) AND ${where}
+             ORDER BY t.due_at, t.id LIMIT ${window})`
+      return sql<{ body: string }>`
+        WITH page AS (
+          SELECT * FROM (
+            (SELECT t AS task, t.due_at, t.id FROM tasks t WHERE t.user_id = ${user.id} AND ${where}
+             ORDER BY t.due_at, t.id LIMIT ${window})
+            ${shared}
+          ) merged ORDER BY due_at, id LIMIT ${limit} OFFSET ${offset}
+        )
+        SELECT json_build_object('data', json_build_object(
+          'tasks', COALESCE(json_agg(steady_task_json(page.task) ORDER BY page.due_at, page.id), '[]'::json),
+          'count', count(*)::int))::text AS body
+        FROM page`.pipe(Effect.map((rows) => rows[0]!.body), Effect.orDie)
+    }
+
+    /** `{data: Task}` as JSON text, or 404 when the caller cannot see it. */
+    const getJson = (user: CurrentUserShape, id: number) =>
+      sql<{ body: string }>`
+        SELECT json_build_object('data', steady_task_json(t))::text AS body FROM tasks t
+        WHERE t.id = ${id} AND ${visible(user.id)}`.pipe(
+        Effect.orDie,
+        Effect.flatMap((rows) => rows[0] === undefined ? Effect.fail(NotFound.of("Task")) : Effect.succeed(rows[0].body))
+      )
+
+    /** The wire object of one task, read inside the current transaction. */
+    const wire = (id: number) =>
+      sql<{ task: Record<string, unknown> }>`SELECT steady_task_json(t) AS task FROM tasks t WHERE t.id = ${id}`.pipe(
+        Effect.map((rows) => rows[0]!.task),
+        Effect.orDie
+      )
+
+    /** Locks a task the caller can see, for a mutation; 404 otherwise. */
+    const lockVisible = (user: CurrentUserShape, id: number) =>
+      sql<{ row: Record<string, unknown> }>`
+        SELECT to_jsonb(t) AS row FROM tasks t WHERE t.id = ${id} AND ${visible(user.id)} FOR UPDATE OF t`.pipe(
+        Effect.orDie,
+        Effect.flatMap((rows) =>
+          rows[0] === undefined ? Effect.fail(NotFound.of("Task")) : Effect.succeed(normalizeRow(TasksTable, rows[0].row) as Row)
+        )
+      )
+
+    /** GET /api/tasks/counts: the user's active tasks, overdue ones, and those due today locally. */
+    const counts = (user: CurrentUserShape, now: Date) => {
+      const dayStart = startOfLocalDay(now, user.timezone).toISOString()
+      const dayEnd = startOfNextLocalDay(now, user.timezone).toISOString()
+      return sql<{ total: number; overdue: number; today: number }>`
+        SELECT count(*)::int AS total,
+               (count(*) FILTER (WHERE ${overdue(user.id, now)}))::int AS overdue,
+               (count(*) FILTER (WHERE t.due_at >= ${dayStart}::timestamptz AND t.due_at < ${dayEnd}::timestamptz))::int AS today
+        FROM tasks t
+        WHERE t.user_id = ${user.id} AND NOT t.done AND t.deleted_at IS NULL AND t.archived_at IS NULL`.pipe(
+        Effect.map((rows) => rows[0]!),
+        Effect.orDie
+      )
+    }
+
+    const trashJson = (user: CurrentUserShape) =>
+      sql<{ body: string }>`
+        WITH trash AS (
+          SELECT t AS task, t.deleted_at, t.id FROM tasks t
+          WHERE t.user_id = ${user.id} AND t.deleted_at IS NOT NULL
+        )
+        SELECT json_build_object('data', json_build_object(
+          'tasks', COALESCE(json_agg(steady_task_json(trash.task) ORDER BY trash.deleted_at DESC, trash.id DESC), '[]'::json),
+          'count', count(*)::int))::text AS body FROM trash`.pipe(Effect.map((rows) => rows[0]!.body), Effect.orDie)
+
+    /** A project the caller may file tasks in: their own or a shared one. */
+    const projectUsable = (user: CurrentUserShape, projectId: number) =>
+      sql<{ id: number }>`SELECT id FROM projects WHERE id = ${projectId} AND (owner_id = ${user.id} OR shared)`.pipe(
+        Effect.map((rows) => Option.fromNullable(rows[0]?.id)),
+        Effect.orDie
+      )
+
+    const inboxOf = (userId: number) =>
+      sql<{ id: number }>`SELECT id FROM projects WHERE owner_id = ${userId} AND is_inbox`.pipe(
+        Effect.map((rows) => rows[0]!.id),
+        Effect.orDie
+      )
+
+    return { overdue, visible, listJson, getJson, wire, lockVisible, counts, trashJson, projectUsable, inboxOf } as const
+  })
+}) {}

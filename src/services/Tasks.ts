@@ -1,0 +1,105 @@
+import { Effect, Option } from "effect"
+import { ValidationError } from "../domain/Errors.js"
+import type { JsonValue } from "../domain/Json.js"
+import type { TaskCreate, TaskPatch } from "../domain/Task.js"
+import { newTaskRow, patchTaskRow, visibleFields } from "../domain/TaskRules.js"
+import type { CurrentUserShape } from "./CurrentUser.js"
+import { Mutations, type Tx } from "./Mutations.js"
+import { TasksTable } from "./Tables.js"
+import { TaskQueries } from "./TaskQueries.js"
+
+type Wire = Record<string, unknown>
+
+const quoted = (title: unknown) => `'${String(title)}'`
+
+/** Task writes. Each one is a single pass through the mutation pipeline. */
+export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
+  effect: Effect.gen(function*() {
+    const mutations = yield* Mutations
+    const queries = yield* TaskQueries
+
+    const usableProject = (user: CurrentUserShape, projectId: number) =>
+      Effect.flatMap(queries.projectUsable(user, projectId), (found) =>
+        Option.match(found, {
+          onNone: () => Effect.fail(ValidationError.field("project_id", "Project not found")),
+          onSome: Effect.succeed
+        }))
+
+    const emitUpdated = (tx: Tx, task: Wire, fields: ReadonlyArray<string>) =>
+      tx.emit({ event: "task.updated", taskId: Number(task.id), data: { task: task as JsonValue, fields_changed: [...fields] } })
+
+    const create = (user: CurrentUserShape, input: TaskCreate) =>
+      mutations.run({ user, action: "create" }, (tx) =>
+        Effect.gen(function*() {
+          const projectId = input.project_id === undefined
+            ? yield* queries.inboxOf(user.id)
+            : yield* usableProject(user, input.project_id)
+          const row = yield* newTaskRow(input, { now: tx.now, zone: user.timezone, projectId, userId: user.id })
+          const inserted = yield* tx.insert(TasksTable, row)
+          const task = yield* queries.wire(Number(inserted.id))
+          tx.emit({ event: "task.created", taskId: Number(inserted.id), data: { task: task as JsonValue } })
+          tx.count("tasks_created")
+          tx.describe(`Created ${quoted(task.title)}`)
+          return task
+        }))
+
+    const update = (user: CurrentUserShape, id: number, patch: TaskPatch) =>
+      mutations.run({ user, action: "edit" }, (tx) =>
+        Effect.gen(function*() {
+          const current = yield* queries.lockVisible(user, id)
+          if (patch.project_id !== undefined && patch.project_id !== current.project_id) {
+            yield* usableProject(user, patch.project_id)
+          }
+          const writes = yield* patchTaskRow(current, patch, { now: tx.now, zone: user.timezone })
+          const fields = visibleFields(yield* tx.update(TasksTable, id, writes))
+          const task = yield* queries.wire(id)
+          const description = fields.length === 0
+            ? `No changes to ${quoted(task.title)}`
+            : `Edited ${quoted(task.title)} (${fields.join(", ")})`
+          if (fields.length > 0) emitUpdated(tx, task, fields)
+          tx.describe(description)
+          return { ...task, fields_changed: fields, description }
+        }))
+
+    /** DELETE moves to the trash; deleting what is already there changes nothing. */
+    const trash = (user: CurrentUserShape, id: number) =>
+      mutations.run({ user, action: "delete" }, (tx) =>
+        Effect.gen(function*() {
+          const current = yield* queries.lockVisible(user, id)
+          if (current.deleted_at === null) {
+            yield* tx.update(TasksTable, id, { deleted_at: tx.now.toISOString() })
+            tx.emit({ event: "task.deleted", taskId: id, data: { task_id: id, title: current.title ?? "" } })
+          }
+          const task = yield* queries.wire(id)
+          tx.describe(`Moved ${quoted(task.title)} to the trash`)
+          return { ...task, message: `Task ${quoted(task.title)} moved to the trash` }
+        }))
+
+    const restore = (user: CurrentUserShape, id: number) =>
+      mutations.run({ user, action: "restore" }, (tx) =>
+        Effect.gen(function*() {
+          const current = yield* queries.lockVisible(user, id)
+          if (current.deleted_at === null) {
+            return yield* Effect.fail(ValidationError.field("id", "Task is not in the trash"))
+          }
+          const fields = yield* tx.update(TasksTable, id, { deleted_at: null })
+          const task = yield* queries.wire(id)
+          emitUpdated(tx, task, fields)
+          tx.describe(`Restored ${quoted(task.title)} from the trash`)
+          return task
+        }))
+
+    /** Records a request to re-run enrichment on `original_title`; the AI worker picks it up. */
+    const reprocess = (user: CurrentUserShape, id: number) =>
+      mutations.run({ user, action: "reprocess" }, (tx) =>
+        Effect.gen(function*() {
+          const current = yield* queries.lockVisible(user, id)
+          if (current.deleted_at !== null) return yield* Effect.fail(ValidationError.field("id", "Task is in the trash"))
+          yield* tx.update(TasksTable, id, { enrichment_requested_at: tx.now.toISOString() })
+          tx.describe(`Queued ${quoted(current.title)} for enrichment`)
+          return yield* queries.wire(id)
+        }))
+
+    return { create, update, trash, restore, reprocess } as const
+  })
+}) {}
