@@ -15,11 +15,11 @@ export const MigratedDatabaseLive = MigrationsLive.pipe(Layer.provideMerge(Datab
  */
 export const makeServiceLayer = <E>(config: Layer.Layer<AppConfig, E>) =>
   HttpServerLive.pipe(
-    Layer.provide(ServicesLive),
-    Layer.provide(NodeServerLive),
-    Layer.provide(MigratedDatabaseLive),
-    Layer.provide(ServiceClockLive),
-    Layer.provide(config)
+    Layer.provideMerge(ServicesLive),
+    Layer.provideMerge(NodeServerLive),
+    Layer.provideMerge(MigratedDatabaseLive),
+    Layer.provideMerge(ServiceClockLive),
+    Layer.provideMerge(config)
   )
 
 export const ServiceLive = makeServiceLayer(AppConfig.Live)

@@ -1,0 +1,117 @@
+import { HttpServer } from "@effect/platform"
+import { Duration, Effect, Layer, Logger, LogLevel, ManagedRuntime, Option, Redacted } from "effect"
+import { makeServiceLayer } from "../../src/Program.js"
+import { AppConfig, type AppConfigShape } from "../../src/services/AppConfig.js"
+import { Credentials } from "../../src/services/Credentials.js"
+import { Users } from "../../src/services/Users.js"
+import { freshDatabase, type TestDatabase } from "./database.js"
+
+export interface Response<T = any> {
+  readonly status: number
+  readonly headers: Headers
+  readonly body: T
+  readonly text: string
+}
+
+export interface Client {
+  readonly request: <T = any>(method: string, path: string, body?: unknown, headers?: Record<string, string>) => Promise<Response<T>>
+  readonly get: <T = any>(path: string) => Promise<Response<T>>
+  readonly post: <T = any>(path: string, body?: unknown) => Promise<Response<T>>
+  readonly patch: <T = any>(path: string, body?: unknown) => Promise<Response<T>>
+  readonly delete: <T = any>(path: string) => Promise<Response<T>>
+}
+
+export interface TestUser {
+  readonly id: number
+  readonly username: string
+  readonly token: string
+  readonly api: Client
+}
+
+export interface TestService {
+  readonly baseUrl: string
+  readonly database: TestDatabase
+  readonly runtime: ManagedRuntime.ManagedRuntime<any, any>
+  /** A client without credentials. */
+  readonly anonymous: Client
+  readonly client: (headers: Record<string, string>) => Client
+  /** Creates (or finds) a user the way the CLI does, with a fresh token. */
+  readonly user: (username: string, timezone?: string) => Promise<TestUser>
+  readonly run: <A, E>(effect: Effect.Effect<A, E, any>) => Promise<A>
+  readonly stop: () => Promise<void>
+}
+
+export const makeClient = (baseUrl: string, baseHeaders: Record<string, string> = {}): Client => {
+  const request = async <T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
+    const init: RequestInit = { method, headers: { ...baseHeaders, ...headers } }
+    if (body !== undefined) {
+      init.body = typeof body === "string" ? body : JSON.stringify(body)
+      ;(init.headers as Record<string, string>)["content-type"] ??= "application/json"
+    }
+    const res = await fetch(`${baseUrl}${path}`, init)
+    const text = await res.text()
+    let parsed: unknown = undefined
+    try {
+      parsed = text === "" ? undefined : JSON.parse(text)
+    } catch {
+      parsed = undefined
+    }
+    return { status: res.status, headers: res.headers, body: parsed as T, text }
+  }
+  return {
+    request,
+    get: (path) => request("GET", path),
+    post: (path, body) => request("POST", path, body),
+    patch: (path, body) => request("PATCH", path, body),
+    delete: (path) => request("DELETE", path)
+  }
+}
+
+/**
+ * Starts the real service layer on a free port against a fresh database (PostgreSQL when
+ * `TEST_DATABASE_URL`/`DATABASE_URL` is set, else embedded) and talks HTTP to it.
+ */
+export const startService = async (
+  overrides: Partial<AppConfigShape> = {},
+  database?: TestDatabase
+): Promise<TestService> => {
+  const db = database ?? await freshDatabase()
+  const config = AppConfig.layerWith({
+    port: 0,
+    host: "127.0.0.1",
+    databaseUrl: db.url === undefined ? Option.none() : Option.some(Redacted.make(db.url)),
+    dataDir: db.dataDir,
+    healthTimeout: Duration.millis(500),
+    ...overrides
+  })
+  const runtime = ManagedRuntime.make(
+    makeServiceLayer(config).pipe(Layer.orDie, Layer.provide(Logger.minimumLogLevel(LogLevel.Warning)))
+  )
+  const address = await runtime.runPromise(Effect.map(HttpServer.HttpServer, (server) => server.address))
+  if (address._tag !== "TcpAddress") throw new Error("expected a TCP address")
+  const baseUrl = `http://127.0.0.1:${address.port}`
+  const run = <A, E>(effect: Effect.Effect<A, E, any>) => runtime.runPromise(effect)
+  const user = async (username: string, timezone = "UTC"): Promise<TestUser> => {
+    const created = await run(Effect.gen(function*() {
+      const users = yield* Users
+      const credentials = yield* Credentials
+      const u = yield* users.findOrCreate(username, timezone)
+      const token = yield* credentials.createToken(u.id, "test")
+      return { id: u.id as number, username: u.username, token: token.token }
+    }))
+    return { ...created, api: makeClient(baseUrl, { authorization: `Bearer ${created.token}` }) }
+  }
+  return {
+    baseUrl,
+    database: db,
+    runtime,
+    anonymous: makeClient(baseUrl),
+    client: (headers) => makeClient(baseUrl, headers),
+    user,
+    run,
+    stop: async () => {
+      await runtime.dispose()
+      if (database === undefined) await db.drop()
+    }
+  }
+}
