@@ -120,7 +120,11 @@ export const addDays = (year: number, month: number, day: number, days: number) 
 export const startOfNextLocalDay = (instant: Date, zone: string): Date => {
   const p = localParts(instant, zone)
   const next = addDays(p.year, p.month, p.day, 1)
-  return instantOf(zone, next.year, next.month, next.day)
+  const first = instantOf(zone, next.year, next.month, next.day)
+  if (first.getTime() > instant.getTime()) return first
+  // A fall-back just after midnight (St. John's before 2011: 00:01 → 23:01) repeats the end
+  // of the previous day after next midnight's first occurrence; the day ends at the second.
+  return new Date(Date.UTC(next.year, next.month - 1, next.day) - zoneOffsetMs(instant, zone))
 }
 
 /** `YYYY-MM-DD` to its parts, or undefined when it is not a real calendar date. */

@@ -76,6 +76,12 @@ export type Task = typeof Task.Type
 
 const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}(:?\d{2})?)?$/i
 
+/** The date part names a real calendar day (`Date` would roll 2026-02-30 over to March 2). */
+const realCalendarDay = (text: string): boolean => {
+  const [year, month, day] = text.slice(0, 10).split("-").map(Number) as [number, number, number]
+  return month >= 1 && month <= 12 && day >= 1 && day <= new Date(Date.UTC(year, month, 0)).getUTCDate()
+}
+
 /** An ISO 8601 date-time with any offset (none means UTC), decoded to a Date. */
 export const DateTimeInput = Schema.transformOrFail(
   Schema.String.annotations({ format: "date-time" }),
@@ -87,7 +93,7 @@ export const DateTimeInput = Schema.transformOrFail(
       const hasOffset = /(Z|[+-]\d{2}(:?\d{2})?)$/i.test(trimmed.slice(10))
       const date = new Date(hasOffset ? trimmed : `${trimmed}Z`)
       const year = date.getUTCFullYear()
-      return ISO_DATE_TIME.test(trimmed) && !Number.isNaN(date.getTime()) && year >= 1970 && year <= 9999
+      return ISO_DATE_TIME.test(trimmed) && realCalendarDay(trimmed) && !Number.isNaN(date.getTime()) && year >= 1970 && year <= 9999
         ? ParseResult.succeed(date)
         : ParseResult.fail(new ParseResult.Type(ast, text, "must be an ISO 8601 date-time"))
     },
@@ -107,8 +113,12 @@ export const Labels = Schema.Array(
   )
 ).pipe(Schema.maxItems(50, { message: () => "at most 50 labels" }))
 export const Priority = Schema.Int.pipe(Schema.between(0, 4, { message: () => "must be an integer from 0 (P0) to 4 (P4)" }))
-export const Horizon = Schema.Literal("day", "week", "month", "someday")
-export const RecurrenceMode = Schema.Literal("from_due", "from_completion")
+/** `override`: the one message for the whole set, not "Expected \"day\"" from its first member. */
+const oneOf = (text: string) => ({ message: () => ({ message: text, override: true }) })
+export const Horizon = Schema.Literal("day", "week", "month", "someday").annotations(oneOf("must be day, week, month or someday"))
+export const RecurrenceMode = Schema.Literal("from_due", "from_completion").annotations(
+  oneOf("must be from_due or from_completion")
+)
 export const ProgressTarget = Schema.Int.pipe(Schema.between(1, 1000, { message: () => "must be an integer from 1 to 1000" }))
 export const AutoSnoozeMinutes = Schema.Int.pipe(Schema.between(0, 525_600, { message: () => "must be 0-525600 minutes" }))
 export const RRuleText = Schema.String.pipe(
@@ -205,7 +215,7 @@ export const TaskListQuery = Schema.Struct({
   trashed: Schema.optional(BooleanParam),
   archived: Schema.optional(BooleanParam),
   overdue: Schema.optional(BooleanParam),
-  kind: Schema.optional(TaskKind.annotations({ message: () => "must be task, reminder or quota" })),
+  kind: Schema.optional(TaskKind.annotations(oneOf("must be task, reminder or quota"))),
   recurring: Schema.optional(BooleanParam),
   one_off: Schema.optional(BooleanParam),
   limit: Schema.optional(IntParam(1, 1000)),

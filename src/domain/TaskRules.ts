@@ -188,6 +188,8 @@ export const patchTaskRow = (
   const v = checked.right
   const out: Row = {}
   if (has("title")) out.title = patch.title!.trim()
+  // A short title never set apart from the title (it defaults to it) follows a rename.
+  if (has("title") && !has("short_title") && current.short_title === current.title) out.short_title = out.title
   if (has("short_title")) out.short_title = patch.short_title!.trim()
   if (has("priority")) out.priority = patch.priority!
   if (has("notes")) out.notes = patch.notes!

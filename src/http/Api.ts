@@ -8,6 +8,7 @@ import {
   ValidationErrorWire
 } from "../domain/Errors.js"
 import { AccountApi, SessionApi } from "./AccountApi.js"
+import { LifecycleApi } from "./LifecycleApi.js"
 import { ProjectsApi } from "./ProjectsApi.js"
 import { SystemApi } from "./SystemApi.js"
 import { TasksApi } from "./TasksApi.js"
@@ -18,6 +19,7 @@ export class Api extends HttpApi.make("steady")
   .add(SessionApi)
   .add(AccountApi)
   .add(TasksApi)
+  .add(LifecycleApi)
   .add(ProjectsApi)
   .addError(ValidationErrorWire)
   .addError(UnauthorizedWire)

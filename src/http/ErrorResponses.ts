@@ -21,8 +21,13 @@ const pathKey = (path: ReadonlyArray<PropertyKey>) => path.map(String).join(".")
 /** Field path → message, from the issues HttpApi collected while decoding. */
 const decodeDetails = (error: HttpApiError.HttpApiDecodeError): Record<string, string> => {
   const details: Record<string, string> = {}
+  // An optional/nullable field also reports "Expected undefined" (or null) for its other
+  // union members; that is noise when a real reason sits at this path or below it.
+  const isNoise = (message: string) => /^Expected (undefined|null), actual/.test(message)
+  const reasons = error.issues.filter((issue) => !isNoise(issue.message)).map((issue) => pathKey(issue.path) || "body")
   for (const issue of error.issues) {
     const key = pathKey(issue.path) || "body"
+    if (isNoise(issue.message) && reasons.some((other) => other === key || other.startsWith(`${key}.`))) continue
     details[key] ??= issue.message
   }
   return details

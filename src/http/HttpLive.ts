@@ -6,6 +6,7 @@ import { AppConfig } from "../services/AppConfig.js"
 import { AccountHttpLive, SessionHttpLive } from "./AccountHttp.js"
 import { Api } from "./Api.js"
 import { ErrorEnvelopeLive } from "./ErrorResponses.js"
+import { LifecycleHttpLive } from "./LifecycleHttp.js"
 import { ProjectsHttpLive } from "./ProjectsHttp.js"
 import { AuthenticationLive } from "./Security.js"
 import { SystemHttpLive } from "./SystemHttp.js"
@@ -16,7 +17,7 @@ import { TasksHttpLive } from "./TasksHttp.js"
  * services (see `ServicesLive`) but no server: a host program can mount it.
  */
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
-  Layer.provide([SystemHttpLive, SessionHttpLive, AccountHttpLive, TasksHttpLive, ProjectsHttpLive]),
+  Layer.provide([SystemHttpLive, SessionHttpLive, AccountHttpLive, TasksHttpLive, LifecycleHttpLive, ProjectsHttpLive]),
   Layer.provide(AuthenticationLive),
   Layer.provideMerge(ErrorEnvelopeLive)
 )

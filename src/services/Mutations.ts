@@ -21,7 +21,8 @@ export interface Tx {
   /** Reads a row and locks it for the rest of the transaction. */
   readonly lock: (table: TableSpec, id: number) => Effect.Effect<Row | undefined>
   readonly emit: (event: DomainEvent) => void
-  readonly count: (stat: StatName, n?: number) => void
+  /** Adds to the user's daily statistics, on the local date of `at` (default: now). */
+  readonly count: (stat: StatName, n?: number, at?: Date) => void
   readonly describe: (description: string) => void
   readonly changes: () => ReadonlyArray<RowChange>
 }
@@ -65,7 +66,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
         const now = yield* clockNow
         const changes: Array<RowChange> = []
         const events: Array<DomainEvent> = []
-        const stats: Partial<Record<StatName, number>> = {}
+        const stats = new Map<string, Record<StatName, number>>()
         let description = ""
 
         const tx: Tx = {
@@ -120,8 +121,11 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
           emit: (event) => {
             events.push(event)
           },
-          count: (stat, n = 1) => {
-            stats[stat] = (stats[stat] ?? 0) + n
+          count: (stat, n = 1, at = now) => {
+            const day = localDate(at, options.user.timezone)
+            const row = stats.get(day) ?? { completions: 0, tasks_created: 0, snoozes: 0 }
+            row[stat] += n
+            stats.set(day, row)
           },
           describe: (text) => {
             description = text
@@ -139,7 +143,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
       tx: Tx,
       changes: ReadonlyArray<RowChange>,
       events: ReadonlyArray<DomainEvent>,
-      stats: Partial<Record<StatName, number>>,
+      stats: ReadonlyMap<string, Record<StatName, number>>,
       description: string
     ) =>
       Effect.gen(function*() {
@@ -156,13 +160,10 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
           yield* sql`INSERT INTO outbox_events (user_id, event, task_id, payload, occurred_at)
             VALUES (${userId}, ${e.event}, ${e.taskId}, ${JSON.stringify(e.data as JsonValue)}::jsonb, ${tx.now.toISOString()}::timestamptz)`
         }
-        const completions = stats.completions ?? 0
-        const created = stats.tasks_created ?? 0
-        const snoozes = stats.snoozes ?? 0
-        if (completions !== 0 || created !== 0 || snoozes !== 0) {
-          const day = localDate(tx.now, options.user.timezone)
+        for (const [day, { completions, snoozes, tasks_created }] of stats) {
+          if (completions === 0 && tasks_created === 0 && snoozes === 0) continue
           yield* sql`INSERT INTO daily_stats (user_id, date, completions, tasks_created, snoozes)
-            VALUES (${userId}, ${day}::date, ${completions}, ${created}, ${snoozes})
+            VALUES (${userId}, ${day}::date, ${completions}, ${tasks_created}, ${snoozes})
             ON CONFLICT (user_id, date) DO UPDATE SET
               completions = daily_stats.completions + EXCLUDED.completions,
               tasks_created = daily_stats.tasks_created + EXCLUDED.tasks_created,

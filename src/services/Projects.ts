@@ -31,7 +31,7 @@ export class Projects extends Effect.Service<Projects>()("steady/Projects", {
         const now = yield* clockNow
         const rows = yield* sql<{ project: unknown }>`
           SELECT ${projectJson(now)} AS project FROM projects p
-          WHERE p.owner_id = ${user.id} OR p.shared ORDER BY p.sort_order, p.name, p.id`
+          WHERE p.owner_id = ${user.id} OR p.shared ORDER BY p.sort_order, lower(p.name), p.name, p.id`
         const projects = rows.map((r) => r.project)
         return { projects, count: projects.length }
       }).pipe(Effect.orDie)

@@ -89,10 +89,27 @@ export const TimeSlotsTable: TableSpec = {
   columns: { user_id: "int", label: "text", start_time: "text", sort_order: "int", created_at: "ts" }
 }
 
+export const CompletionsTable: TableSpec = {
+  name: "completions",
+  columns: {
+    task_id: "int",
+    user_id: "int",
+    completed_at: "ts",
+    due_at_was: "ts",
+    due_at_next: "ts",
+    task_title: "text",
+    project_id: "int",
+    is_reminder: "bool",
+    is_tracked: "bool",
+    progress_target: "int"
+  }
+}
+
 export const tablesByName: Readonly<Record<string, TableSpec>> = {
   tasks: TasksTable,
   projects: ProjectsTable,
-  time_slots: TimeSlotsTable
+  time_slots: TimeSlotsTable,
+  completions: CompletionsTable
 }
 
 

@@ -59,7 +59,8 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
         out.push(query.one_off ? sql`(t.rrule IS NULL AND NOT ${quota})` : sql`(t.rrule IS NOT NULL OR ${quota})`)
       }
       if (query.overdue === true) out.push(overdue(userId, now))
-      if (query.overdue === false) out.push(sql`NOT (${overdue(userId, now)})`)
+      // IS NOT TRUE, not NOT: the predicate is NULL for a task without a due date.
+      if (query.overdue === false) out.push(sql`(${overdue(userId, now)}) IS NOT TRUE`)
       return out
     }
 

@@ -1,0 +1,205 @@
+import { Either } from "effect"
+import { ValidationError } from "./Errors.js"
+import type { Row } from "./Json.js"
+import { advance, type RecurrenceMode } from "./Occurrences.js"
+import { isQuota } from "./TaskRules.js"
+
+/**
+ * The state transitions of spec §3 as pure functions from a task row (as the undo log
+ * normalises it: timestamps are ISO strings) to the writes they make.
+ */
+
+export interface TaskState {
+  readonly done: boolean
+  readonly deleted_at: string | null
+  readonly archived_at: string | null
+  readonly due_at: string | null
+  readonly original_due_at: string | null
+  readonly rrule: string | null
+  readonly recurrence_mode: string
+  readonly anchor_time: string | null
+  readonly is_reminder: boolean
+  readonly is_tracked: boolean
+  readonly progress_target: number
+  readonly completion_count: number
+  readonly skip_count: number
+  readonly snooze_count: number
+  readonly first_completed_at: string | null
+  readonly last_completed_at: string | null
+  readonly title: string
+  readonly deadline_at: string | null
+}
+
+export const stateOf = (row: Row): TaskState => row as unknown as TaskState
+
+const refuse = (message: string) => Either.left(ValidationError.of(message))
+
+export const isRecurring = (t: TaskState) => t.rrule !== null && !isQuota(t)
+
+/** The next due date of a recurring task, or undefined when its series has ended. */
+export const nextDue = (t: TaskState, zone: string, at: Date): Date | undefined =>
+  advance(
+    { rule: t.rrule!, zone, anchorTime: t.anchor_time, mode: t.recurrence_mode as RecurrenceMode },
+    t.due_at === null ? null : new Date(t.due_at),
+    at
+  )
+
+const openCheck = (t: TaskState, verb: string): Either.Either<void, ValidationError> => {
+  if (t.deleted_at !== null) return refuse(`Cannot ${verb} a task in the trash; restore it first`)
+  if (t.done) return refuse(`Cannot ${verb} a task that is already done`)
+  return Either.void
+}
+
+export interface DonePlan {
+  readonly writes: Row
+  readonly wasRecurring: boolean
+  readonly nextDueAt: string | null
+  /** The completion record's due dates. */
+  readonly dueAtWas: string | null
+  readonly dueAtNext: string | null
+}
+
+/** POST /api/tasks/{id}/done for a task that is not a quota. */
+export const planDone = (t: TaskState, zone: string, now: Date): Either.Either<DonePlan, ValidationError> => {
+  if (isQuota(t)) return refuse("A quota is done per period: send close_period: true to close the current period early")
+  const open = openCheck(t, "complete")
+  if (Either.isLeft(open)) return Either.left(open.left)
+  const at = now.toISOString()
+  const counts: Row = {
+    completion_count: t.completion_count + 1,
+    first_completed_at: t.first_completed_at ?? at,
+    last_completed_at: at,
+    ...(t.is_reminder ? { last_considered_at: at } : {})
+  }
+  if (isRecurring(t)) {
+    const next = nextDue(t, zone, now)
+    if (next !== undefined) {
+      const nextIso = next.toISOString()
+      return Either.right({
+        writes: {
+          ...counts,
+          due_at: nextIso,
+          original_due_at: nextIso,
+          previous_due_at: t.due_at,
+          occurrence_at: t.due_at
+        },
+        wasRecurring: true,
+        nextDueAt: nextIso,
+        dueAtWas: t.due_at,
+        dueAtNext: nextIso
+      })
+    }
+    // The series has ended (COUNT or UNTIL): the last occurrence completes the task.
+  }
+  return Either.right({
+    writes: { ...counts, done: true, done_at: at, archived_at: at, occurrence_at: t.due_at },
+    wasRecurring: isRecurring(t),
+    nextDueAt: null,
+    dueAtWas: t.due_at,
+    dueAtNext: null
+  })
+}
+
+export interface LastCompletion {
+  readonly id: number
+  readonly completed_at: string
+  readonly due_at_was: string | null
+  readonly due_at_next: string | null
+}
+
+/**
+ * POST /api/tasks/{id}/undone: a done one-off reopens; a recurring task puts back its last
+ * completion while its due date is still the one that completion set.
+ */
+export const planUndone = (
+  t: TaskState,
+  last: LastCompletion | undefined,
+  previousCompletionAt: string | null
+): Either.Either<Row, ValidationError> => {
+  if (isQuota(t)) return refuse("A quota's completions are its met periods; there is nothing to undo")
+  if (t.deleted_at !== null) return refuse("Cannot reopen a task in the trash; restore it first")
+  const rollback: Row = {
+    completion_count: Math.max(0, t.completion_count - 1),
+    last_completed_at: previousCompletionAt,
+    first_completed_at: t.completion_count <= 1 ? null : t.first_completed_at
+  }
+  if (t.done) {
+    return Either.right({
+      ...rollback,
+      done: false,
+      done_at: null,
+      archived_at: null,
+      ...(last !== undefined && isRecurring(t) ? { due_at: last.due_at_was, original_due_at: last.due_at_was } : {})
+    })
+  }
+  if (!isRecurring(t)) return refuse("The task is not done; there is nothing to put back")
+  if (last === undefined) return refuse("The task has no completion to put back")
+  if (last.due_at_next !== t.due_at) {
+    return refuse("The due date changed since the last completion; it cannot be put back")
+  }
+  return Either.right({ ...rollback, due_at: last.due_at_was, original_due_at: last.due_at_was })
+}
+
+export interface SkipPlan {
+  readonly writes: Row
+  readonly wasRecurring: boolean
+  readonly nextDueAt: string | null
+}
+
+/** POST /api/tasks/{id}/skip-occurrence. */
+export const planSkip = (t: TaskState, zone: string, now: Date): Either.Either<SkipPlan, ValidationError> => {
+  if (t.is_reminder) return refuse("A reminder has no occurrence to skip")
+  if (isQuota(t)) return refuse("A quota has no occurrence to skip")
+  const open = openCheck(t, "skip")
+  if (Either.isLeft(open)) return Either.left(open.left)
+  const at = now.toISOString()
+  if (isRecurring(t)) {
+    const next = nextDue(t, zone, now)
+    if (next !== undefined) {
+      const nextIso = next.toISOString()
+      return Either.right({
+        writes: {
+          skip_count: t.skip_count + 1,
+          due_at: nextIso,
+          original_due_at: nextIso,
+          previous_due_at: t.due_at,
+          occurrence_at: t.due_at
+        },
+        wasRecurring: true,
+        nextDueAt: nextIso
+      })
+    }
+  }
+  return Either.right({
+    writes: { skip_count: t.skip_count + 1, archived_at: at, occurrence_at: t.due_at },
+    wasRecurring: isRecurring(t),
+    nextDueAt: null
+  })
+}
+
+/** POST /api/tasks/{id}/snooze: due_at becomes exactly `until`; the original is kept. */
+export const planSnooze = (
+  t: TaskState,
+  until: Date,
+  options: { readonly allowPastDeadline: boolean; readonly capAtDeadline: boolean }
+): Either.Either<Row, ValidationError> => {
+  if (isQuota(t)) return refuse("A quota has no due date and cannot be snoozed")
+  const open = openCheck(t, "snooze")
+  if (Either.isLeft(open)) return Either.left(open.left)
+  let due = until.toISOString()
+  const deadline = t.deadline_at
+  if (deadline !== null && due > deadline) {
+    if (options.capAtDeadline) due = deadline
+    else if (!options.allowPastDeadline) {
+      return Either.left(
+        ValidationError.field("until", "until is after the deadline; send allow_past_deadline or cap_at_deadline")
+      )
+    }
+  }
+  return Either.right({
+    due_at: due,
+    previous_due_at: t.due_at,
+    original_due_at: t.original_due_at ?? t.due_at,
+    snooze_count: t.snooze_count + 1
+  })
+}

@@ -1,0 +1,19 @@
+/**
+ * Steady as a library: the API definition, its handlers and services as layers that take
+ * an `SqlClient` (and `AppConfig`) from the host. Nothing here starts a server or opens a
+ * database by itself.
+ */
+export { Api } from "./http/Api.js"
+export { ApiLive, HttpServerLive, makeNodeServer } from "./http/HttpLive.js"
+export { errorResponse, ErrorEnvelopeLive, MAX_BODY_BYTES } from "./http/ErrorResponses.js"
+export { Authentication, AuthenticationLive } from "./http/Security.js"
+export { AppConfig, appConfig, type AppConfigShape } from "./services/AppConfig.js"
+export { DatabaseLive, layerEmbedded, layerPgServer } from "./services/Database.js"
+export { layerPglite, makePgliteClient } from "./services/PgliteClient.js"
+export { MIGRATIONS_TABLE, MigrationsLive, runMigrations } from "./services/Migrations.js"
+export { ServiceClockLive, makeShiftedClock } from "./services/ServiceClock.js"
+export { ServicesLive } from "./services/ServicesLive.js"
+export { Mutations } from "./services/Mutations.js"
+export { Users } from "./services/Users.js"
+export { Credentials } from "./services/Credentials.js"
+export { makeServiceLayer, MigratedDatabaseLive, ServiceLive } from "./Program.js"

@@ -1,0 +1,102 @@
+import * as SqlClient from "@effect/sql/SqlClient"
+import { Effect } from "effect"
+import type { NotFound } from "../domain/Errors.js"
+import type { CompletionsQuery, StatsQuery } from "../domain/History.js"
+import { addDays, localParts, parseCalendarDate } from "../domain/LocalTime.js"
+import type { CurrentUserShape } from "./CurrentUser.js"
+import { PreferencesService } from "./PreferencesService.js"
+import { now as clockNow } from "./ServiceClock.js"
+
+const pad = (n: number, w = 2) => String(n).padStart(w, "0")
+const dateText = (d: { year: number; month: number; day: number }) => `${pad(d.year, 4)}-${pad(d.month)}-${pad(d.day)}`
+
+interface Totals {
+  completions: number
+  tasks_created: number
+  snoozes: number
+}
+
+/** Completion history and daily statistics, read-only. */
+export class History extends Effect.Service<History>()("steady/History", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const preferences = yield* PreferencesService
+
+    /** `{data: {completions, count}}`, newest first, as JSON text from the database. */
+    const completionsJson = (user: CurrentUserShape, query: CompletionsQuery) => {
+      const filters = [sql`c.user_id = ${user.id}`]
+      if (query.task_id !== undefined) filters.push(sql`c.task_id = ${query.task_id}`)
+      if (query.date !== undefined) {
+        const d = parseCalendarDate(query.date)!
+        const next = addDays(d.year, d.month, d.day, 1)
+        filters.push(sql`c.completed_at >= ${`${query.date}T00:00:00Z`}::timestamptz
+          AND c.completed_at < ${`${dateText(next)}T00:00:00Z`}::timestamptz`)
+      }
+      if (query.since !== undefined && query.until !== undefined) {
+        filters.push(sql`c.completed_at >= ${query.since.toISOString()}::timestamptz
+          AND c.completed_at < ${query.until.toISOString()}::timestamptz`)
+      }
+      return sql<{ body: string }>`
+        WITH rows AS (
+          SELECT c.* FROM completions c WHERE ${sql.and(filters)}
+        )
+        SELECT json_build_object('data', json_build_object(
+          'completions', COALESCE(json_agg(json_build_object(
+            'id', id, 'task_id', task_id, 'user_id', user_id, 'completed_at', steady_iso(completed_at),
+            'due_at_was', steady_iso(due_at_was), 'due_at_next', steady_iso(due_at_next), 'task_title', task_title,
+            'project_id', project_id, 'is_reminder', is_reminder, 'is_tracked', is_tracked,
+            'progress_target', progress_target) ORDER BY completed_at DESC, id DESC), '[]'::json),
+          'count', count(*)::int))::text AS body FROM rows`.pipe(Effect.map((rows) => rows[0]!.body), Effect.orDie)
+    }
+
+    const totals = (userId: number, from: string | undefined, to: string | undefined) =>
+      sql<Totals>`
+        SELECT COALESCE(sum(completions), 0)::int AS completions, COALESCE(sum(tasks_created), 0)::int AS tasks_created,
+               COALESCE(sum(snoozes), 0)::int AS snoozes
+        FROM daily_stats WHERE user_id = ${userId}
+          ${from === undefined ? sql`` : sql`AND date >= ${from}::date`}
+          ${to === undefined ? sql`` : sql`AND date <= ${to}::date`}`.pipe(Effect.map((rows) => rows[0]!), Effect.orDie)
+
+    /**
+     * Without a range: today, this week (the user's calendar week by week_start), this
+     * calendar month and all time, all on the user's local calendar.
+     */
+    const summary = (user: CurrentUserShape) =>
+      Effect.gen(function*() {
+        const prefs = yield* preferences.get(user)
+        const now = yield* clockNow
+        const p = localParts(now, prefs.timezone)
+        const today = dateText(p)
+        const weekStartDay = prefs.week_start === "monday" ? 1 : 0
+        const back = (p.weekday - weekStartDay + 7) % 7
+        const weekStart = dateText(addDays(p.year, p.month, p.day, -back))
+        const monthStart = `${pad(p.year, 4)}-${pad(p.month)}-01`
+        const [row] = yield* Effect.orDie(sql<{ id: number; completions: number; tasks_created: number; snoozes: number }>`
+          SELECT id, completions, tasks_created, snoozes FROM daily_stats WHERE user_id = ${user.id} AND date = ${today}::date`)
+        return {
+          today: {
+            id: row?.id ?? null,
+            user_id: user.id,
+            date: today,
+            completions: row?.completions ?? 0,
+            tasks_created: row?.tasks_created ?? 0,
+            snoozes: row?.snoozes ?? 0
+          },
+          week: yield* totals(user.id, weekStart, today),
+          month: yield* totals(user.id, monthStart, today),
+          all_time: yield* totals(user.id, undefined, undefined)
+        }
+      })
+
+    const range = (user: CurrentUserShape, start: string, end: string) =>
+      sql`
+        SELECT id, user_id, to_char(date, 'YYYY-MM-DD') AS date, completions, tasks_created, snoozes
+        FROM daily_stats WHERE user_id = ${user.id} AND date >= ${start}::date AND date <= ${end}::date
+        ORDER BY date`.pipe(Effect.map((stats) => ({ stats })), Effect.orDie)
+
+    const stats = (user: CurrentUserShape, query: StatsQuery): Effect.Effect<object, NotFound> =>
+      query.start !== undefined && query.end !== undefined ? range(user, query.start, query.end) : summary(user)
+
+    return { completionsJson, stats } as const
+  })
+}) {}

@@ -1,0 +1,112 @@
+import * as SqlClient from "@effect/sql/SqlClient"
+import { Effect } from "effect"
+import type { JsonValue } from "../domain/Json.js"
+import { type LastCompletion, planDone, planSkip, planSnooze, planUndone, stateOf } from "../domain/Lifecycle.js"
+import type { CurrentUserShape } from "./CurrentUser.js"
+import { Mutations, type Tx } from "./Mutations.js"
+import { CompletionsTable, TasksTable } from "./Tables.js"
+import { TaskQueries } from "./TaskQueries.js"
+
+const quoted = (title: unknown) => `'${String(title)}'`
+
+/** done, undone, skip-occurrence and snooze (spec §3), each one pass through the pipeline. */
+export class TaskLifecycle extends Effect.Service<TaskLifecycle>()("steady/TaskLifecycle", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const mutations = yield* Mutations
+    const queries = yield* TaskQueries
+
+    const completions = (taskId: number) =>
+      sql<LastCompletion>`
+        SELECT id, steady_iso(completed_at) AS completed_at, steady_iso(due_at_was) AS due_at_was,
+               steady_iso(due_at_next) AS due_at_next
+        FROM completions WHERE task_id = ${taskId} ORDER BY completed_at DESC, id DESC LIMIT 2`.pipe(Effect.orDie)
+
+    const recordCompletion = (
+      tx: Tx,
+      task: Record<string, JsonValue>,
+      dueAtWas: string | null,
+      dueAtNext: string | null
+    ) =>
+      tx.insert(CompletionsTable, {
+        task_id: Number(task.id),
+        user_id: Number(task.user_id),
+        completed_at: tx.now.toISOString(),
+        due_at_was: dueAtWas,
+        due_at_next: dueAtNext,
+        task_title: task.title ?? "",
+        project_id: Number(task.project_id),
+        is_reminder: Boolean(task.is_reminder),
+        is_tracked: Boolean(task.is_tracked),
+        progress_target: Number(task.progress_target)
+      })
+
+    const done = (user: CurrentUserShape, id: number) =>
+      mutations.run({ user, action: "done" }, (tx) =>
+        Effect.gen(function*() {
+          const current = yield* queries.lockVisible(user, id)
+          const plan = yield* planDone(stateOf(current), user.timezone, tx.now)
+          yield* tx.update(TasksTable, id, plan.writes)
+          yield* recordCompletion(tx, current, plan.dueAtWas, plan.dueAtNext)
+          tx.count("completions")
+          const task = yield* queries.wire(id)
+          tx.emit({ event: "task.completed", taskId: id, data: { task: task as JsonValue } })
+          tx.describe(`Marked ${quoted(current.title)} done`)
+          return { ...task, was_recurring: plan.wasRecurring, next_due_at: plan.nextDueAt }
+        }))
+
+    const undone = (user: CurrentUserShape, id: number) =>
+      mutations.run({ user, action: "undone" }, (tx) =>
+        Effect.gen(function*() {
+          const current = yield* queries.lockVisible(user, id)
+          const [last, previous] = yield* completions(id)
+          const writes = yield* planUndone(stateOf(current), last, previous?.completed_at ?? null)
+          const fields = yield* tx.update(TasksTable, id, writes)
+          if (last !== undefined) {
+            yield* tx.remove(CompletionsTable, last.id)
+            tx.count("completions", -1, new Date(last.completed_at))
+          }
+          const task = yield* queries.wire(id)
+          tx.emit({ event: "task.updated", taskId: id, data: { task: task as JsonValue, fields_changed: [...fields] } })
+          tx.describe(`Marked ${quoted(current.title)} not done`)
+          return task
+        }))
+
+    const skip = (user: CurrentUserShape, id: number) =>
+      mutations.run({ user, action: "skip" }, (tx) =>
+        Effect.gen(function*() {
+          const current = yield* queries.lockVisible(user, id)
+          const plan = yield* planSkip(stateOf(current), user.timezone, tx.now)
+          yield* tx.update(TasksTable, id, plan.writes)
+          const task = yield* queries.wire(id)
+          tx.emit({ event: "task.skipped", taskId: id, data: { task: task as JsonValue } })
+          const description = plan.nextDueAt !== null
+            ? `Skipped ${quoted(current.title)}; next occurrence ${plan.nextDueAt}`
+            : `Skipped ${quoted(current.title)}`
+          tx.describe(description)
+          return { ...task, was_recurring: plan.wasRecurring, description }
+        }))
+
+    const snooze = (
+      user: CurrentUserShape,
+      id: number,
+      until: Date,
+      options: { readonly allowPastDeadline: boolean; readonly capAtDeadline: boolean }
+    ) =>
+      mutations.run({ user, action: "snooze" }, (tx) =>
+        Effect.gen(function*() {
+          const current = yield* queries.lockVisible(user, id)
+          const writes = yield* planSnooze(stateOf(current), until, options)
+          yield* tx.update(TasksTable, id, writes)
+          tx.count("snoozes")
+          const task = yield* queries.wire(id)
+          const previous = current.due_at ?? null
+          tx.emit({ event: "task.snoozed", taskId: id, data: { task: task as JsonValue, previous_due_at: previous } })
+          const description = `Snoozed ${quoted(current.title)} until ${String(task.due_at)}`
+          tx.describe(description)
+          return { ...task, previous_due_at: previous, description }
+        }))
+
+    return { done, undone, skip, snooze } as const
+  })
+}) {}
