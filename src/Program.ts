@@ -2,6 +2,7 @@ import { Layer } from "effect"
 import { HttpServerLive, NodeServerLive } from "./http/HttpLive.js"
 import { AppConfig } from "./services/AppConfig.js"
 import { DatabaseLive } from "./services/Database.js"
+import { SchedulerLive } from "./scheduler/SchedulerLive.js"
 import { MigrationsLive } from "./services/Migrations.js"
 import { ServiceClockLive } from "./services/ServiceClock.js"
 import { ServicesLive } from "./services/ServicesLive.js"
@@ -14,7 +15,7 @@ export const MigratedDatabaseLive = MigrationsLive.pipe(Layer.provideMerge(Datab
  * HTTP server. Tests build it with their own configuration.
  */
 export const makeServiceLayer = <E>(config: Layer.Layer<AppConfig, E>) =>
-  HttpServerLive.pipe(
+  Layer.merge(HttpServerLive, SchedulerLive).pipe(
     Layer.provideMerge(ServicesLive),
     Layer.provideMerge(NodeServerLive),
     Layer.provideMerge(MigratedDatabaseLive),

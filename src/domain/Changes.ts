@@ -21,6 +21,7 @@ export type ActionName =
   | "delete"
   | "restore"
   | "reprocess"
+  | "reminder_roll"
   | "progress"
   | "quota_prompt"
   | "bulk_done"

@@ -19,6 +19,8 @@ export const parseRule = (rule: string): Either.Either<rrulePkg.Options, string>
   try {
     const options = RRule.parseString(text)
     if (options.freq === undefined) return Either.left("needs a FREQ")
+    // Minute- and second-level rules make no sense for tasks and would flood the schedule.
+    if (options.freq > RRule.HOURLY) return Either.left("FREQ must be YEARLY, MONTHLY, WEEKLY, DAILY or HOURLY")
     const interval = options.interval ?? 1
     if (!Number.isInteger(interval) || interval < 1) return Either.left("INTERVAL must be a positive integer")
     // Construct once so rrule's own checks run.

@@ -2,6 +2,7 @@ import { Either } from "effect"
 import { ValidationError } from "./Errors.js"
 import type { JsonValue, Row } from "./Json.js"
 import { localParts, localTimeOfDay } from "./LocalTime.js"
+import { firstOccurrence } from "./Occurrences.js"
 import { isBarePeriodRule, parseRule } from "./Recurrence.js"
 import type { TaskCreate, TaskPatch } from "./Task.js"
 
@@ -88,6 +89,24 @@ export const checkRules = (
   return Either.right(view)
 }
 
+/**
+ * The due date a recurring task starts with: the given one, else the rule's first
+ * occurrence from now. A rule with no occurrence left (UNTIL passed, COUNT spent, an
+ * impossible date) is refused.
+ */
+export const firstDue = (
+  view: RuleView,
+  zone: string,
+  now: Date
+): Either.Either<string | null, ValidationError> => {
+  if (view.rrule === null || isQuota(view)) return Either.right(view.due_at)
+  const from = view.due_at === null ? now : new Date(view.due_at)
+  const anchorTime = view.due_at === null ? null : localTimeOfDay(from, zone)
+  const first = firstOccurrence({ rule: view.rrule, zone, anchorTime }, from)
+  if (first === undefined) return Either.left(ValidationError.field("rrule", "rrule never matches a future date"))
+  return Either.right(view.due_at ?? first.toISOString())
+}
+
 /** The stored row of a new task (CONTRACT §7 meanings), or why it is refused. */
 export const newTaskRow = (
   input: TaskCreate,
@@ -104,12 +123,15 @@ export const newTaskRow = (
     progress_target: input.progress_target ?? 1
   }
   return Either.map(
-    checkRules(view, {
-      allowPastDeadline: input.allow_past_deadline ?? false,
-      capAtDeadline: input.cap_at_deadline ?? false,
-      ruleTouched: true,
-      dateTouched: true
-    }),
+    Either.flatMap(
+      checkRules(view, {
+        allowPastDeadline: input.allow_past_deadline ?? false,
+        capAtDeadline: input.cap_at_deadline ?? false,
+        ruleTouched: true,
+        dateTouched: true
+      }),
+      (checked) => Either.map(firstDue(checked, context.zone, context.now), (due_at) => ({ ...checked, due_at }))
+    ),
     (checked): Row => {
       const title = input.title.trim()
       const autoTarget = checked.target_at === null && checked.deadline_at !== null
@@ -185,6 +207,14 @@ export const patchTaskRow = (
     dateTouched: has("due_at") || becameQuota
   })
   if (Either.isLeft(checked)) return Either.left(checked.left)
+  if (has("rrule") && checked.right.rrule !== null) {
+    const due = firstDue(checked.right, context.zone, context.now)
+    if (Either.isLeft(due)) return Either.left(due.left)
+    if (checked.right.due_at === null && due.right !== null) {
+      // A rule added to a task without a due date schedules its first occurrence.
+      return patchTaskRow(current, { ...patch, due_at: new Date(due.right) }, context)
+    }
+  }
   const v = checked.right
   const out: Row = {}
   if (has("title")) out.title = patch.title!.trim()

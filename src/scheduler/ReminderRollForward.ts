@@ -1,0 +1,70 @@
+import * as SqlClient from "@effect/sql/SqlClient"
+import { Effect, Layer, Schedule } from "effect"
+import type { UserId } from "../domain/Ids.js"
+import { nextOccurrence } from "../domain/Occurrences.js"
+import { Mutations } from "../services/Mutations.js"
+import { now as clockNow } from "../services/ServiceClock.js"
+import { TasksTable } from "../services/Tables.js"
+
+/** Missed reminders are checked every minute, so a reminder is never a minute stale. */
+export const reminderSweepSchedule = Schedule.spaced("1 minute")
+
+interface MissedReminder {
+  readonly id: number
+  readonly user_id: number
+  readonly username: string
+  readonly timezone: string
+  readonly rrule: string
+  readonly anchor_time: string | null
+  readonly due_at: string
+}
+
+/**
+ * A recurring reminder whose time has passed rolls forward to its next occurrence after
+ * now on its own: no completion is recorded and nothing is undoable (spec §3, reminders 6).
+ */
+export const rollForwardMissedReminders = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const mutations = yield* Mutations
+  const now = yield* clockNow
+  const missed = yield* sql<MissedReminder>`
+    SELECT t.id, t.user_id, u.username, u.timezone, t.rrule, t.anchor_time, steady_iso(t.due_at) AS due_at
+    FROM tasks t JOIN users u ON u.id = t.user_id
+    WHERE t.is_reminder AND t.rrule IS NOT NULL AND NOT t.is_tracked AND t.progress_target <= 1
+      AND NOT t.done AND t.deleted_at IS NULL AND t.archived_at IS NULL
+      AND t.due_at < ${now.toISOString()}::timestamptz
+    ORDER BY t.id LIMIT 1000`
+  let moved = 0
+  for (const reminder of missed) {
+    const next = nextOccurrence(
+      { rule: reminder.rrule, zone: reminder.timezone, anchorTime: reminder.anchor_time },
+      new Date(reminder.due_at),
+      now
+    )
+    if (next === undefined) continue
+    const user = { id: reminder.user_id as UserId, username: reminder.username, timezone: reminder.timezone }
+    yield* mutations.run({ user, action: "reminder_roll", undoable: false }, (tx) =>
+      Effect.gen(function*() {
+        // Re-read under the lock: the user may have acted on it since the scan.
+        const current = yield* tx.lock(TasksTable, reminder.id)
+        if (current === undefined || current.due_at !== reminder.due_at || current.done === true) return
+        yield* tx.update(TasksTable, reminder.id, {
+          due_at: next.toISOString(),
+          original_due_at: next.toISOString(),
+          previous_due_at: reminder.due_at
+        })
+        moved++
+      }))
+  }
+  if (moved > 0) yield* Effect.logInfo(`Rolled ${moved} missed reminder(s) forward`)
+  return moved
+}).pipe(Effect.orDie, Effect.withSpan("Scheduler.rollForwardMissedReminders"))
+
+export const ReminderRollForwardLive = Layer.scopedDiscard(
+  Effect.forkScoped(
+    rollForwardMissedReminders.pipe(
+      Effect.catchAllCause((cause) => Effect.logError("Reminder roll-forward failed", cause)),
+      Effect.repeat(reminderSweepSchedule)
+    )
+  )
+)

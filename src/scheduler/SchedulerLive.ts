@@ -1,0 +1,5 @@
+import { Layer } from "effect"
+import { ReminderRollForwardLive } from "./ReminderRollForward.js"
+
+/** Every background fiber the service runs; each starts at once and then repeats. */
+export const SchedulerLive = Layer.mergeAll(ReminderRollForwardLive)
