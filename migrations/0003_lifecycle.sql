@@ -15,3 +15,23 @@ CREATE TABLE completions (
 );
 CREATE INDEX completions_user_time ON completions (user_id, completed_at DESC, id DESC);
 CREATE INDEX completions_task ON completions (task_id, completed_at DESC, id DESC);
+
+-- Quota periods (spec "Quota period rules"). The current period is [progress_period_start,
+-- progress_period_end) on the task; each closed period is recorded here exactly once.
+ALTER TABLE tasks ADD COLUMN progress_period_end timestamptz;
+CREATE INDEX tasks_quota_period_end ON tasks (progress_period_end)
+  WHERE progress_period_end IS NOT NULL AND NOT done AND deleted_at IS NULL;
+
+CREATE TABLE quota_periods (
+  id           serial PRIMARY KEY,
+  task_id      integer NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
+  user_id      integer NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+  period_start timestamptz NOT NULL,
+  period_end   timestamptz NOT NULL,
+  count        integer NOT NULL,
+  target       integer NOT NULL,
+  met          boolean NOT NULL,
+  closed_at    timestamptz NOT NULL,
+  closed_early boolean NOT NULL DEFAULT false,
+  UNIQUE (task_id, period_start)
+);

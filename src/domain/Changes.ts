@@ -22,6 +22,7 @@ export type ActionName =
   | "restore"
   | "reprocess"
   | "reminder_roll"
+  | "rollover"
   | "progress"
   | "quota_prompt"
   | "bulk_done"

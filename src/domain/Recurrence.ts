@@ -3,9 +3,9 @@ import rrulePkg from "rrule"
 
 const { RRule } = rrulePkg
 
-/** FREQ and INTERVAL only, with a period frequency: how a quota names its period. */
-const BARE_PERIOD = /^(RRULE:)?FREQ=(DAILY|WEEKLY|MONTHLY|YEARLY)(;INTERVAL=\d+)?$/i
-const BARE_PERIOD_SWAPPED = /^(RRULE:)?INTERVAL=\d+;FREQ=(DAILY|WEEKLY|MONTHLY|YEARLY)$/i
+/** FREQ and INTERVAL only, with a period frequency: how a quota names its period. INTERVAL=0 names none. */
+const BARE_PERIOD = /^(RRULE:)?FREQ=(DAILY|WEEKLY|MONTHLY|YEARLY)(;INTERVAL=0*[1-9]\d*)?$/i
+const BARE_PERIOD_SWAPPED = /^(RRULE:)?INTERVAL=0*[1-9]\d*;FREQ=(DAILY|WEEKLY|MONTHLY|YEARLY)$/i
 
 export const isBarePeriodRule = (rule: string): boolean => {
   const text = rule.trim()

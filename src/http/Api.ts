@@ -10,6 +10,7 @@ import {
 import { AccountApi, SessionApi } from "./AccountApi.js"
 import { LifecycleApi } from "./LifecycleApi.js"
 import { ProjectsApi } from "./ProjectsApi.js"
+import { QuotasApi } from "./QuotasApi.js"
 import { SystemApi } from "./SystemApi.js"
 import { TasksApi } from "./TasksApi.js"
 
@@ -20,6 +21,7 @@ export class Api extends HttpApi.make("steady")
   .add(AccountApi)
   .add(TasksApi)
   .add(LifecycleApi)
+  .add(QuotasApi)
   .add(ProjectsApi)
   .addError(ValidationErrorWire)
   .addError(UnauthorizedWire)

@@ -8,6 +8,7 @@ import { Api } from "./Api.js"
 import { ErrorEnvelopeLive } from "./ErrorResponses.js"
 import { LifecycleHttpLive } from "./LifecycleHttp.js"
 import { ProjectsHttpLive } from "./ProjectsHttp.js"
+import { QuotasHttpLive } from "./QuotasHttp.js"
 import { AuthenticationLive } from "./Security.js"
 import { SystemHttpLive } from "./SystemHttp.js"
 import { TasksHttpLive } from "./TasksHttp.js"
@@ -17,7 +18,7 @@ import { TasksHttpLive } from "./TasksHttp.js"
  * services (see `ServicesLive`) but no server: a host program can mount it.
  */
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
-  Layer.provide([SystemHttpLive, SessionHttpLive, AccountHttpLive, TasksHttpLive, LifecycleHttpLive, ProjectsHttpLive]),
+  Layer.provide([SystemHttpLive, SessionHttpLive, AccountHttpLive, TasksHttpLive, LifecycleHttpLive, QuotasHttpLive, ProjectsHttpLive]),
   Layer.provide(AuthenticationLive),
   Layer.provideMerge(ErrorEnvelopeLive)
 )

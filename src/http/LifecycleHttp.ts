@@ -11,8 +11,11 @@ export const LifecycleHttpLive = HttpApiBuilder.group(Api, "lifecycle", (handler
     const lifecycle = yield* TaskLifecycle
     const history = yield* History
     return handlers
-      .handle("done", ({ path }) =>
-        Effect.flatMap(CurrentUser, (user) => lifecycle.done(user, path.id)).pipe(Effect.map((t) => sendData(t))))
+      .handle("done", ({ path, payload }) =>
+        Effect.flatMap(CurrentUser, (user) =>
+          lifecycle.done(user, path.id, { closePeriod: payload?.close_period === true })).pipe(
+            Effect.map((t) => sendData(t))
+          ))
       .handle("undone", ({ path }) =>
         Effect.flatMap(CurrentUser, (user) => lifecycle.undone(user, path.id)).pipe(Effect.map((t) => sendData(t))))
       .handle("skip", ({ path }) =>

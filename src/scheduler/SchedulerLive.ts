@@ -1,5 +1,6 @@
 import { Layer } from "effect"
+import { QuotaRolloverLive } from "./QuotaRollover.js"
 import { ReminderRollForwardLive } from "./ReminderRollForward.js"
 
 /** Every background fiber the service runs; each starts at once and then repeats. */
-export const SchedulerLive = Layer.mergeAll(ReminderRollForwardLive)
+export const SchedulerLive = Layer.mergeAll(ReminderRollForwardLive, QuotaRolloverLive)

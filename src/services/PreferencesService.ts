@@ -4,12 +4,14 @@ import { NotFound, ValidationError } from "../domain/Errors.js"
 import { type Preferences, type PreferencesPatch, type StoredPreferences, withDefaults } from "../domain/Preferences.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { Mutations } from "./Mutations.js"
+import { Quotas } from "./Quotas.js"
 
 /** Spec §2.8 preferences and the user's time zone (CONTRACT §5). */
 export class PreferencesService extends Effect.Service<PreferencesService>()("steady/PreferencesService", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const mutations = yield* Mutations
+    const quotas = yield* Quotas
 
     const read = (userId: number, lock = false) =>
       Effect.gen(function*() {
@@ -52,6 +54,11 @@ export class PreferencesService extends Effect.Service<PreferencesService>()("st
           const { timezone: zone, ...stored } = next
           yield* Effect.orDie(sql`UPDATE users SET preferences = ${JSON.stringify(stored)}::jsonb, timezone = ${zone}
             WHERE id = ${user.id}`)
+          // Quota periods follow the new calendar before the response (spec §3, §4.7).
+          const zoneChanged = zone !== current.timezone
+          if (zoneChanged || next.week_start !== current.week_start) {
+            yield* quotas.realign(tx, user.id, { zone, weekStart: next.week_start }, !zoneChanged)
+          }
           tx.describe("Updated preferences")
           return next
         }))

@@ -5,12 +5,14 @@ import { History } from "./History.js"
 import { Mutations } from "./Mutations.js"
 import { PreferencesService } from "./PreferencesService.js"
 import { Projects } from "./Projects.js"
+import { Quotas } from "./Quotas.js"
 import { TaskQueries } from "./TaskQueries.js"
 import { TaskLifecycle } from "./TaskLifecycle.js"
 import { Tasks } from "./Tasks.js"
 import { Users } from "./Users.js"
 
 const Core = Layer.mergeAll(Users.Default, Credentials.Default, Mutations.Default, TaskQueries.Default)
+const Periods = Quotas.Default.pipe(Layer.provideMerge(Core))
 
 /** Every service the API uses. Needs an `SqlClient` and `AppConfig`, nothing else. */
 const Features = Layer.mergeAll(
@@ -19,6 +21,6 @@ const Features = Layer.mergeAll(
   Projects.Default,
   PreferencesService.Default,
   Authenticator.Default
-).pipe(Layer.provideMerge(Core))
+).pipe(Layer.provideMerge(Periods))
 
 export const ServicesLive = History.Default.pipe(Layer.provideMerge(Features))

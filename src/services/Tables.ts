@@ -52,6 +52,7 @@ const taskColumns = {
   progress_target: "int",
   progress_current: "int",
   progress_period_start: "ts",
+  progress_period_end: "ts",
   quota_prompt_config: "json",
   quota_day_state: "json",
   completion_count: "int",
@@ -105,11 +106,27 @@ export const CompletionsTable: TableSpec = {
   }
 }
 
+export const QuotaPeriodsTable: TableSpec = {
+  name: "quota_periods",
+  columns: {
+    task_id: "int",
+    user_id: "int",
+    period_start: "ts",
+    period_end: "ts",
+    count: "int",
+    target: "int",
+    met: "bool",
+    closed_at: "ts",
+    closed_early: "bool"
+  }
+}
+
 export const tablesByName: Readonly<Record<string, TableSpec>> = {
   tasks: TasksTable,
   projects: ProjectsTable,
   time_slots: TimeSlotsTable,
-  completions: CompletionsTable
+  completions: CompletionsTable,
+  quota_periods: QuotaPeriodsTable
 }
 
 

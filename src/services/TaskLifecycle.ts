@@ -1,9 +1,12 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
+import { ValidationError } from "../domain/Errors.js"
 import type { JsonValue } from "../domain/Json.js"
+import { isQuota } from "../domain/TaskRules.js"
 import { type LastCompletion, planDone, planSkip, planSnooze, planUndone, stateOf } from "../domain/Lifecycle.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { Mutations, type Tx } from "./Mutations.js"
+import { Quotas } from "./Quotas.js"
 import { CompletionsTable, TasksTable } from "./Tables.js"
 import { TaskQueries } from "./TaskQueries.js"
 
@@ -15,6 +18,7 @@ export class TaskLifecycle extends Effect.Service<TaskLifecycle>()("steady/TaskL
     const sql = yield* SqlClient.SqlClient
     const mutations = yield* Mutations
     const queries = yield* TaskQueries
+    const quotas = yield* Quotas
 
     const completions = (taskId: number) =>
       sql<LastCompletion>`
@@ -41,7 +45,34 @@ export class TaskLifecycle extends Effect.Service<TaskLifecycle>()("steady/TaskL
         progress_target: Number(task.progress_target)
       })
 
-    const done = (user: CurrentUserShape, id: number) =>
+    /** done with close_period on a quota: its current period closes early (spec §3). */
+    const closePeriod = (user: CurrentUserShape, id: number) =>
+      Effect.gen(function*() {
+        yield* queries.getJson(user, id)
+        yield* quotas.rollover(id)
+        const settings = yield* quotas.settingsOf(user.id)
+        return yield* mutations.run({ user, action: "done" }, (tx) =>
+          Effect.gen(function*() {
+            const current = yield* queries.lockVisible(user, id)
+            if (current.deleted_at !== null) {
+              return yield* Effect.fail(ValidationError.of("Cannot close the period of a quota in the trash; restore it first"))
+            }
+            yield* quotas.closeEarly(tx, current, settings)
+            const task = yield* queries.wire(id)
+            tx.describe(`Closed the current period of '${String(current.title)}' early`)
+            return { ...task, was_recurring: false, next_due_at: null }
+          }))
+      })
+
+    const done = (user: CurrentUserShape, id: number, options: { readonly closePeriod: boolean } = { closePeriod: false }) =>
+      Effect.flatMap(options.closePeriod ? isQuotaTask(user, id) : Effect.succeed(false), (quota) =>
+        quota ? closePeriod(user, id) : markDone(user, id))
+
+    const isQuotaTask = (user: CurrentUserShape, id: number) =>
+      Effect.map(queries.lockVisible(user, id), (row) =>
+        isQuota({ progress_target: Number(row.progress_target), is_tracked: Boolean(row.is_tracked) }))
+
+    const markDone = (user: CurrentUserShape, id: number) =>
       mutations.run({ user, action: "done" }, (tx) =>
         Effect.gen(function*() {
           const current = yield* queries.lockVisible(user, id)

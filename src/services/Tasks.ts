@@ -2,9 +2,11 @@ import { Effect, Option } from "effect"
 import { ValidationError } from "../domain/Errors.js"
 import type { JsonValue } from "../domain/Json.js"
 import type { TaskCreate, TaskPatch } from "../domain/Task.js"
-import { newTaskRow, patchTaskRow, visibleFields } from "../domain/TaskRules.js"
+import type { Row } from "../domain/Json.js"
+import { isQuota, newTaskRow, patchTaskRow, visibleFields } from "../domain/TaskRules.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { Mutations, type Tx } from "./Mutations.js"
+import { Quotas } from "./Quotas.js"
 import { TasksTable } from "./Tables.js"
 import { TaskQueries } from "./TaskQueries.js"
 
@@ -17,6 +19,22 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
   effect: Effect.gen(function*() {
     const mutations = yield* Mutations
     const queries = yield* TaskQueries
+    const quotas = yield* Quotas
+
+    /** A quota's current period: set when it becomes a quota or its period rule changes. */
+    const periodWrites = (user: CurrentUserShape, before: Row | undefined, after: Row, now: Date) =>
+      Effect.gen(function*() {
+        const quota = isQuota({ progress_target: Number(after.progress_target), is_tracked: Boolean(after.is_tracked) })
+        const wasQuota = before !== undefined &&
+          isQuota({ progress_target: Number(before.progress_target), is_tracked: Boolean(before.is_tracked) })
+        if (!quota) return wasQuota ? { progress_period_start: null, progress_period_end: null } : {}
+        if (wasQuota && before.rrule === after.rrule) return {}
+        const period = quotas.initialPeriod((after.rrule ?? null) as string | null, yield* quotas.settingsOf(user.id), now)
+        return {
+          progress_period_start: period === undefined ? null : period.start.toISOString(),
+          progress_period_end: period === undefined ? null : period.end.toISOString()
+        }
+      })
 
     const usableProject = (user: CurrentUserShape, projectId: number) =>
       Effect.flatMap(queries.projectUsable(user, projectId), (found) =>
@@ -34,7 +52,8 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
           const projectId = input.project_id === undefined
             ? yield* queries.inboxOf(user.id)
             : yield* usableProject(user, input.project_id)
-          const row = yield* newTaskRow(input, { now: tx.now, zone: user.timezone, projectId, userId: user.id })
+          const base = yield* newTaskRow(input, { now: tx.now, zone: user.timezone, projectId, userId: user.id })
+          const row = { ...base, ...(yield* periodWrites(user, undefined, base, tx.now)) }
           const inserted = yield* tx.insert(TasksTable, row)
           const task = yield* queries.wire(Number(inserted.id))
           tx.emit({ event: "task.created", taskId: Number(inserted.id), data: { task: task as JsonValue } })
@@ -50,7 +69,8 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
           if (patch.project_id !== undefined && patch.project_id !== current.project_id) {
             yield* usableProject(user, patch.project_id)
           }
-          const writes = yield* patchTaskRow(current, patch, { now: tx.now, zone: user.timezone })
+          const edits = yield* patchTaskRow(current, patch, { now: tx.now, zone: user.timezone })
+          const writes = { ...edits, ...(yield* periodWrites(user, current, { ...current, ...edits }, tx.now)) }
           const fields = visibleFields(yield* tx.update(TasksTable, id, writes))
           const task = yield* queries.wire(id)
           const description = fields.length === 0

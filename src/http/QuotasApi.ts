@@ -1,0 +1,31 @@
+import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { Schema } from "effect"
+import { TaskIdParam } from "../domain/Ids.js"
+import { Task } from "../domain/Task.js"
+import { Data } from "./Envelope.js"
+import { Authentication } from "./Security.js"
+
+export const ProgressPayload = Schema.NullOr(
+  Schema.Struct({
+    delta: Schema.optional(
+      Schema.Int.pipe(Schema.between(-100, 100, { message: () => "must be an integer from -100 to 100" }))
+    )
+  })
+)
+
+export const ProgressResult = Schema.extend(Task, Schema.Struct({ met: Schema.Boolean, description: Schema.String }))
+
+/** Quota progress and the quota list (spec §4.2, §4.4). */
+export class QuotasApi extends HttpApiGroup.make("quotas")
+  .add(
+    HttpApiEndpoint.post("progress", "/api/tasks/:id/progress").setPath(TaskIdParam).setPayload(ProgressPayload).addSuccess(
+      Data(ProgressResult)
+    )
+  )
+  .add(
+    HttpApiEndpoint.get("list", "/api/quotas").addSuccess(
+      Data(Schema.Struct({ quotas: Schema.Array(Task), total: Schema.Int, has_any: Schema.Boolean }))
+    )
+  )
+  .middleware(Authentication)
+{}

@@ -1,0 +1,17 @@
+import { Effect, Layer, Schedule } from "effect"
+import { Quotas } from "../services/Quotas.js"
+
+/** Spec §8: quota period ends are checked every 5 minutes (and once at start-up). */
+export const quotaRolloverSchedule = Schedule.spaced("5 minutes")
+
+export const QuotaRolloverLive = Layer.scopedDiscard(
+  Effect.gen(function*() {
+    const quotas = yield* Quotas
+    const sweep = quotas.sweep().pipe(
+      Effect.tap((closed) => closed > 0 ? Effect.logInfo(`Closed ${closed} quota period(s)`) : Effect.void),
+      Effect.catchAllCause((cause) => Effect.logError("Quota rollover failed", cause)),
+      Effect.withSpan("Scheduler.quotaRollover")
+    )
+    yield* Effect.forkScoped(Effect.repeat(sweep, quotaRolloverSchedule))
+  })
+)

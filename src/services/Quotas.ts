@@ -1,0 +1,289 @@
+import * as SqlClient from "@effect/sql/SqlClient"
+import { Effect, Either } from "effect"
+import { ValidationError } from "../domain/Errors.js"
+import type { UserId } from "../domain/Ids.js"
+import type { JsonValue, Row } from "../domain/Json.js"
+import { localDate } from "../domain/LocalTime.js"
+import {
+  endedPeriods,
+  nextBoundary,
+  type Period,
+  periodContaining,
+  type PeriodSettings,
+  parsePeriodRule,
+  type WeekStartDay
+} from "../domain/QuotaPeriods.js"
+import { isQuota } from "../domain/TaskRules.js"
+import type { CurrentUserShape } from "./CurrentUser.js"
+import { Mutations, type Tx } from "./Mutations.js"
+import { now as clockNow } from "./ServiceClock.js"
+import { CompletionsTable, QuotaPeriodsTable, TasksTable } from "./Tables.js"
+import { TaskQueries } from "./TaskQueries.js"
+
+export interface QuotaDayState {
+  readonly date: string | null
+  readonly logged: number
+  readonly did: ReadonlyArray<string>
+  readonly considered: ReadonlyArray<string>
+  readonly did_applied: Readonly<Record<string, number>>
+}
+
+export const freshDayState = (date: string): QuotaDayState => ({ date, logged: 0, did: [], considered: [], did_applied: {} })
+
+/** Today's prompt state, reset when the local day has changed. */
+export const dayStateFor = (stored: JsonValue | undefined, today: string): QuotaDayState => {
+  const state = stored as unknown as QuotaDayState | null
+  return state !== null && state !== undefined && state.date === today ? state : freshDayState(today)
+}
+
+const iso = (d: Date) => d.toISOString()
+
+/**
+ * Quota periods: the first period, closing ended ones (rollover), early closing, progress,
+ * and realignment when week_start or the time zone changes.
+ */
+export class Quotas extends Effect.Service<Quotas>()("steady/Quotas", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const mutations = yield* Mutations
+    const queries = yield* TaskQueries
+
+    const settingsOf = (userId: number) =>
+      sql<{ timezone: string; week_start: WeekStartDay | null }>`
+        SELECT timezone, preferences->>'week_start' AS week_start FROM users WHERE id = ${userId}`.pipe(
+        Effect.map((rows): PeriodSettings => ({ zone: rows[0]!.timezone, weekStart: rows[0]!.week_start ?? "sunday" })),
+        Effect.orDie
+      )
+
+    /** The period a quota starts in, or nothing for a legacy quota without a rule. */
+    const initialPeriod = (rrule: string | null, settings: PeriodSettings, now: Date): Period | undefined => {
+      if (rrule === null) return undefined
+      const rule = parsePeriodRule(rrule)
+      return Either.isLeft(rule) ? undefined : periodContaining(rule.right, settings, now)
+    }
+
+    /**
+     * Records every period of `row` that has ended by `now`: the first keeps the current
+     * count, later ones (an outage across several boundaries) count 0; a met period is
+     * also a completion. Then the task moves to the period containing now.
+     */
+    const closeEnded = (tx: Tx, row: Row, settings: PeriodSettings) =>
+      Effect.gen(function*() {
+        if (row.rrule === null || row.progress_period_end === null || row.progress_period_start === null) return 0
+        const rule = parsePeriodRule(String(row.rrule))
+        if (Either.isLeft(rule)) return 0
+        const current = { start: new Date(String(row.progress_period_start)), end: new Date(String(row.progress_period_end)) }
+        const { ended, next } = endedPeriods(rule.right, settings, current, tx.now)
+        if (ended.length === 0) return 0
+        const target = Number(row.progress_target)
+        let met = 0
+        let lastMet: string | null = null
+        for (const [index, period] of ended.entries()) {
+          const count = index === 0 ? Number(row.progress_current) : 0
+          yield* recordPeriod(tx, row, period, count, target, false)
+          if (count >= target) {
+            met++
+            lastMet = iso(period.end)
+          }
+        }
+        yield* tx.update(TasksTable, Number(row.id), {
+          progress_current: 0,
+          progress_period_start: iso(next.start),
+          progress_period_end: iso(next.end),
+          ...(met > 0
+            ? {
+              completion_count: Number(row.completion_count) + met,
+              first_completed_at: row.first_completed_at ?? lastMet,
+              last_completed_at: lastMet
+            }
+            : {})
+        })
+        return ended.length
+      })
+
+    const recordPeriod = (tx: Tx, row: Row, period: Period, count: number, target: number, early: boolean) =>
+      Effect.gen(function*() {
+        const met = count >= target
+        yield* tx.insert(QuotaPeriodsTable, {
+          task_id: Number(row.id),
+          user_id: Number(row.user_id),
+          period_start: iso(period.start),
+          period_end: iso(period.end),
+          count,
+          target,
+          met,
+          closed_at: iso(tx.now),
+          closed_early: early
+        })
+        if (met) {
+          yield* tx.insert(CompletionsTable, {
+            task_id: Number(row.id),
+            user_id: Number(row.user_id),
+            completed_at: iso(period.end),
+            due_at_was: null,
+            due_at_next: null,
+            task_title: row.title ?? "",
+            project_id: Number(row.project_id),
+            is_reminder: false,
+            is_tracked: Boolean(row.is_tracked),
+            progress_target: target
+          })
+          // The completion belongs to the period's last local day.
+          tx.count("completions", 1, new Date(Math.min(period.end.getTime() - 1, tx.now.getTime())))
+        }
+      })
+
+    const ownerOf = (userId: number, zone: string): CurrentUserShape => ({ id: userId as UserId, username: "", timezone: zone })
+
+    /** Rollover of one quota in its own transaction: no undo entry, no webhook. */
+    const rollover = (taskId: number) =>
+      Effect.gen(function*() {
+        const [owner] = yield* Effect.orDie(sql<{ user_id: number }>`SELECT user_id FROM tasks WHERE id = ${taskId}`)
+        if (owner === undefined) return 0
+        const settings = yield* settingsOf(owner.user_id)
+        return yield* mutations.run(
+          { user: ownerOf(owner.user_id, settings.zone), action: "rollover", undoable: false },
+          (tx) =>
+            Effect.gen(function*() {
+              const row = yield* tx.lock(TasksTable, taskId)
+              if (row === undefined || row.done === true || row.deleted_at !== null) return 0
+              return yield* closeEnded(tx, row, settings)
+            })
+        )
+      })
+
+    /**
+     * One sweep: every quota whose period has ended, oldest first, read through the
+     * partial index on progress_period_end, so the cost follows the ended periods only.
+     */
+    const sweep = (batch = 500) =>
+      Effect.gen(function*() {
+        const now = yield* clockNow
+        let closed = 0
+        for (;;) {
+          const due = yield* Effect.orDie(sql<{ id: number }>`
+            SELECT id FROM tasks
+            WHERE progress_period_end IS NOT NULL AND NOT done AND deleted_at IS NULL
+              AND progress_period_end <= ${iso(now)}::timestamptz
+            ORDER BY progress_period_end, id LIMIT ${batch}`)
+          for (const { id } of due) closed += yield* rollover(id)
+          if (due.length < batch) return closed
+        }
+      })
+
+    /** done with close_period: the current period closes now; the rest of it starts afresh. */
+    const closeEarly = (tx: Tx, row: Row, settings: PeriodSettings) =>
+      Effect.gen(function*() {
+        if (row.progress_period_start === null || row.progress_period_end === null) {
+          // A legacy quota without a period: what accumulated closes now.
+          const start = String(row.created_at)
+          yield* recordPeriod(tx, row, { start: new Date(start), end: tx.now }, Number(row.progress_current), Number(row.progress_target), true)
+          yield* tx.update(TasksTable, Number(row.id), completionFields(row, Number(row.progress_current) >= Number(row.progress_target), tx.now))
+          return
+        }
+        yield* closeEnded(tx, row, settings)
+        const fresh = (yield* tx.lock(TasksTable, Number(row.id)))!
+        const period = { start: new Date(String(fresh.progress_period_start)), end: tx.now }
+        const count = Number(fresh.progress_current)
+        const met = count >= Number(fresh.progress_target)
+        yield* recordPeriod(tx, fresh, period, count, Number(fresh.progress_target), true)
+        yield* tx.update(TasksTable, Number(row.id), {
+          ...completionFields(fresh, met, tx.now),
+          progress_period_start: iso(tx.now)
+        })
+      })
+
+    const completionFields = (row: Row, met: boolean, now: Date): Row => ({
+      progress_current: 0,
+      ...(met
+        ? {
+          completion_count: Number(row.completion_count) + 1,
+          first_completed_at: row.first_completed_at ?? iso(now),
+          last_completed_at: iso(now)
+        }
+        : {})
+    })
+
+    /** POST /api/tasks/{id}/progress: an ended period is closed first, so the log counts in the new one. */
+    const progress = (user: CurrentUserShape, id: number, delta: number) =>
+      Effect.gen(function*() {
+        yield* queries.getJson(user, id)
+        yield* rollover(id)
+        const settings = yield* settingsOf(user.id)
+        return yield* mutations.run({ user, action: "progress" }, (tx) =>
+          Effect.gen(function*() {
+            const row = yield* queries.lockVisible(user, id)
+            if (!isQuota({ progress_target: Number(row.progress_target), is_tracked: Boolean(row.is_tracked) })) {
+              return yield* Effect.fail(ValidationError.field("id", "Progress is logged on quotas only"))
+            }
+            if (row.deleted_at !== null) {
+              return yield* Effect.fail(ValidationError.field("id", "Cannot log progress on a task in the trash"))
+            }
+            const current = Number(row.progress_current)
+            const next = Math.max(0, current + delta)
+            const today = localDate(tx.now, settings.zone)
+            const state = dayStateFor(row.quota_day_state, today)
+            yield* tx.update(TasksTable, id, {
+              progress_current: next,
+              quota_day_state: { ...state, logged: state.logged + (next - current) } as unknown as JsonValue
+            })
+            const task = yield* queries.wire(id)
+            const target = Number(row.progress_target)
+            const met = next >= target
+            tx.emit({
+              event: "task.progressed",
+              taskId: id,
+              data: { task: task as JsonValue, progress_current: next, progress_target: target, met }
+            })
+            const description = `${next}/${target}`
+            tx.describe(`Logged ${delta >= 0 ? "+" : ""}${delta} on '${String(row.title)}' (${description})`)
+            return { ...task, met, description }
+          }))
+      })
+
+    /**
+     * week_start or time zone changed: each affected quota's current period now ends at the
+     * first boundary under the new settings; periods that boundary has already ended are
+     * closed at once (spec §3, period rule 4).
+     */
+    const realign = (tx: Tx, userId: number, settings: PeriodSettings, weeklyOnly: boolean) =>
+      Effect.gen(function*() {
+        const rows = yield* Effect.orDie(sql<{ id: number }>`
+          SELECT id FROM tasks WHERE user_id = ${userId} AND progress_period_end IS NOT NULL
+            AND NOT done AND deleted_at IS NULL ORDER BY id`)
+        for (const { id } of rows) {
+          const row = (yield* tx.lock(TasksTable, id))!
+          const rule = parsePeriodRule(String(row.rrule))
+          if (Either.isLeft(rule) || (weeklyOnly && rule.right.freq !== "WEEKLY")) continue
+          // Close what had already ended under the old settings first.
+          yield* closeEnded(tx, row, settings)
+          const fresh = (yield* tx.lock(TasksTable, id))!
+          const boundary = nextBoundary(rule.right, settings, new Date(String(fresh.progress_period_start)))
+          yield* tx.update(TasksTable, id, { progress_period_end: iso(boundary) })
+          yield* closeEnded(tx, (yield* tx.lock(TasksTable, id))!, settings)
+        }
+      })
+
+    /** GET /api/quotas: open quotas; a period that ended but is not rolled yet counts 0. */
+    const listJson = (user: CurrentUserShape) =>
+      Effect.gen(function*() {
+        const now = yield* clockNow
+        const [row] = yield* Effect.orDie(sql<{ body: string }>`
+          WITH q AS (
+            SELECT t AS task, t.id, t.progress_period_end FROM tasks t
+            WHERE t.user_id = ${user.id} AND (t.is_tracked OR t.progress_target > 1)
+              AND NOT t.done AND t.deleted_at IS NULL AND t.archived_at IS NULL
+          )
+          SELECT json_build_object('data', json_build_object(
+            'quotas', COALESCE(json_agg(
+              CASE WHEN q.progress_period_end <= ${iso(now)}::timestamptz
+                THEN steady_task_json(q.task) || jsonb_build_object('progress_current', 0)
+                ELSE steady_task_json(q.task) END ORDER BY q.id), '[]'::json),
+            'total', count(*)::int,
+            'has_any', count(*) > 0))::text AS body FROM q`)
+        return row!.body
+      })
+
+    return { settingsOf, initialPeriod, closeEnded, rollover, sweep, closeEarly, progress, realign, listJson } as const
+  })
+}) {}
