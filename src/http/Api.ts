@@ -11,6 +11,7 @@ import { AccountApi, SessionApi } from "./AccountApi.js"
 import { LifecycleApi } from "./LifecycleApi.js"
 import { ProjectsApi } from "./ProjectsApi.js"
 import { QuotasApi } from "./QuotasApi.js"
+import { RemindersApi } from "./RemindersApi.js"
 import { SystemApi } from "./SystemApi.js"
 import { TasksApi } from "./TasksApi.js"
 
@@ -22,6 +23,7 @@ export class Api extends HttpApi.make("steady")
   .add(TasksApi)
   .add(LifecycleApi)
   .add(QuotasApi)
+  .add(RemindersApi)
   .add(ProjectsApi)
   .addError(ValidationErrorWire)
   .addError(UnauthorizedWire)

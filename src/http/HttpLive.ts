@@ -9,6 +9,7 @@ import { ErrorEnvelopeLive } from "./ErrorResponses.js"
 import { LifecycleHttpLive } from "./LifecycleHttp.js"
 import { ProjectsHttpLive } from "./ProjectsHttp.js"
 import { QuotasHttpLive } from "./QuotasHttp.js"
+import { RemindersHttpLive } from "./RemindersHttp.js"
 import { AuthenticationLive } from "./Security.js"
 import { SystemHttpLive } from "./SystemHttp.js"
 import { TasksHttpLive } from "./TasksHttp.js"
@@ -18,7 +19,7 @@ import { TasksHttpLive } from "./TasksHttp.js"
  * services (see `ServicesLive`) but no server: a host program can mount it.
  */
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
-  Layer.provide([SystemHttpLive, SessionHttpLive, AccountHttpLive, TasksHttpLive, LifecycleHttpLive, QuotasHttpLive, ProjectsHttpLive]),
+  Layer.provide([SystemHttpLive, SessionHttpLive, AccountHttpLive, TasksHttpLive, LifecycleHttpLive, QuotasHttpLive, RemindersHttpLive, ProjectsHttpLive]),
   Layer.provide(AuthenticationLive),
   Layer.provideMerge(ErrorEnvelopeLive)
 )

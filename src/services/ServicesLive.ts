@@ -6,6 +6,7 @@ import { Mutations } from "./Mutations.js"
 import { PreferencesService } from "./PreferencesService.js"
 import { Projects } from "./Projects.js"
 import { Quotas } from "./Quotas.js"
+import { Reminders } from "./Reminders.js"
 import { TaskQueries } from "./TaskQueries.js"
 import { TaskLifecycle } from "./TaskLifecycle.js"
 import { Tasks } from "./Tasks.js"
@@ -23,4 +24,4 @@ const Features = Layer.mergeAll(
   Authenticator.Default
 ).pipe(Layer.provideMerge(Periods))
 
-export const ServicesLive = History.Default.pipe(Layer.provideMerge(Features))
+export const ServicesLive = Layer.mergeAll(History.Default, Reminders.Default).pipe(Layer.provideMerge(Features))

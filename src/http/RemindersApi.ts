@@ -1,0 +1,41 @@
+import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { Schema } from "effect"
+import { Task } from "../domain/Task.js"
+import { QuotaPromptSchema, TimeSlot } from "../domain/TimeSlot.js"
+import { Data } from "./Envelope.js"
+import { Authentication } from "./Security.js"
+
+export const PromptKeys = Schema.Struct({
+  keys: Schema.Array(Schema.String).pipe(Schema.minItems(1), Schema.maxItems(500))
+})
+
+const PromptResult = Schema.Struct({ considered: Schema.Int, did: Schema.Int, tasks: Schema.Array(Task) })
+
+/** Today's reminders and quota prompts by time slot, and the prompt actions. */
+export class RemindersApi extends HttpApiGroup.make("reminders")
+  .add(
+    HttpApiEndpoint.get("list", "/api/reminders").addSuccess(
+      Data(Schema.Struct({
+        date: Schema.String,
+        groups: Schema.Array(Schema.Struct({
+          slot: TimeSlot,
+          reminders: Schema.Array(Task),
+          prompts: Schema.Array(QuotaPromptSchema),
+          count: Schema.Int,
+          considered: Schema.Int
+        })),
+        total: Schema.Int,
+        prompts_total: Schema.Int,
+        has_any: Schema.Boolean
+      }))
+    )
+  )
+  .add(HttpApiEndpoint.post("did", "/api/quota-prompts/did").setPayload(PromptKeys).addSuccess(Data(PromptResult)))
+  .add(HttpApiEndpoint.post("consider", "/api/quota-prompts/consider").setPayload(PromptKeys).addSuccess(Data(PromptResult)))
+  .add(
+    HttpApiEndpoint.post("restore", "/api/quota-prompts/restore").setPayload(PromptKeys).addSuccess(
+      Data(Schema.Struct({ restored: Schema.Int, tasks: Schema.Array(Task) }))
+    )
+  )
+  .middleware(Authentication)
+{}

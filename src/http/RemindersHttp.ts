@@ -1,0 +1,19 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
+import { CurrentUser } from "../services/CurrentUser.js"
+import { Reminders } from "../services/Reminders.js"
+import { Api } from "./Api.js"
+import { sendData } from "./Envelope.js"
+
+export const RemindersHttpLive = HttpApiBuilder.group(Api, "reminders", (handlers) =>
+  Effect.gen(function*() {
+    const reminders = yield* Reminders
+    return handlers
+      .handle("list", () => Effect.flatMap(CurrentUser, reminders.list).pipe(Effect.map((r) => sendData(r))))
+      .handle("did", ({ payload }) =>
+        Effect.flatMap(CurrentUser, (user) => reminders.did(user, payload.keys)).pipe(Effect.map((r) => sendData(r))))
+      .handle("consider", ({ payload }) =>
+        Effect.flatMap(CurrentUser, (user) => reminders.consider(user, payload.keys)).pipe(Effect.map((r) => sendData(r))))
+      .handle("restore", ({ payload }) =>
+        Effect.flatMap(CurrentUser, (user) => reminders.restore(user, payload.keys)).pipe(Effect.map((r) => sendData(r))))
+  }))
