@@ -35,3 +35,59 @@ CREATE TABLE quota_periods (
   closed_early boolean NOT NULL DEFAULT false,
   UNIQUE (task_id, period_start)
 );
+
+-- is_snoozed: an open task that was snoozed and is not back on its original due date. A
+-- plain edit of the due date is a reschedule, not a snooze.
+CREATE OR REPLACE FUNCTION steady_task_json(t tasks) RETURNS jsonb
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $$ SELECT jsonb_build_object(
+  'id', t.id,
+  'user_id', t.user_id,
+  'project_id', t.project_id,
+  'title', t.title,
+  'original_title', t.original_title,
+  'short_title', t.short_title,
+  'done', t.done,
+  'done_at', steady_iso(t.done_at),
+  'priority', t.priority,
+  'due_at', steady_iso(t.due_at),
+  'rrule', t.rrule,
+  'recurrence_mode', t.recurrence_mode,
+  'anchor_time', t.anchor_time,
+  'anchor_dow', t.anchor_dow,
+  'anchor_dom', t.anchor_dom,
+  'original_due_at', steady_iso(t.original_due_at),
+  'target_at', steady_iso(t.target_at),
+  'deadline_at', steady_iso(t.deadline_at),
+  'horizon', t.horizon,
+  'horizon_set_at', steady_iso(t.horizon_set_at),
+  'last_considered_at', steady_iso(t.last_considered_at),
+  'segment_deferred_at', steady_iso(t.segment_deferred_at),
+  'segment_targeted_at', steady_iso(t.segment_targeted_at),
+  'target_set_at', steady_iso(t.target_set_at),
+  'target_auto', t.target_auto,
+  'occurrence_at', steady_iso(t.occurrence_at),
+  'deadline_nag_off', t.deadline_nag_off,
+  'auto_snooze_minutes', t.auto_snooze_minutes,
+  'deleted_at', steady_iso(t.deleted_at),
+  'archived_at', steady_iso(t.archived_at),
+  'labels', t.labels,
+  'notes', t.notes,
+  'progress_target', t.progress_target,
+  'progress_current', t.progress_current,
+  'progress_period_start', steady_iso(t.progress_period_start),
+  'quota_prompt_config', t.quota_prompt_config,
+  'quota_day_state', t.quota_day_state,
+  'completion_count', t.completion_count,
+  'skip_count', t.skip_count,
+  'first_completed_at', steady_iso(t.first_completed_at),
+  'last_completed_at', steady_iso(t.last_completed_at),
+  'created_at', steady_iso(t.created_at),
+  'updated_at', steady_iso(t.updated_at)
+) || jsonb_build_object(
+  'is_recurring', t.rrule IS NOT NULL AND NOT (t.is_tracked OR t.progress_target > 1),
+  'is_reminder', t.is_reminder,
+  'is_tracked', t.is_tracked,
+  'snooze_count', t.snooze_count,
+  'is_snoozed', NOT t.done AND t.snooze_count > 0 AND t.due_at IS DISTINCT FROM t.original_due_at
+) $$;

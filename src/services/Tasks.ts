@@ -111,7 +111,7 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
 
     /** Records a request to re-run enrichment on `original_title`; the AI worker picks it up. */
     const reprocess = (user: CurrentUserShape, id: number) =>
-      mutations.run({ user, action: "reprocess" }, (tx) =>
+      mutations.run({ user, action: "reprocess", undoable: false }, (tx) =>
         Effect.gen(function*() {
           const current = yield* queries.lockVisible(user, id)
           if (current.deleted_at !== null) return yield* Effect.fail(ValidationError.field("id", "Task is in the trash"))

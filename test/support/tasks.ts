@@ -1,0 +1,50 @@
+import { expect } from "vitest"
+import type { Client } from "./service.js"
+
+/** Wire timestamps: ISO 8601 in UTC with milliseconds and `Z` (CONTRACT §5). */
+export const ISO_MS_Z = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
+
+/** Every field of a Task on the wire: spec §2.1 plus is_reminder, is_tracked, snooze_count, is_snoozed. */
+export const TASK_FIELDS = [
+  "id", "user_id", "project_id", "title", "original_title", "short_title", "done", "done_at", "priority",
+  "due_at", "rrule", "recurrence_mode", "anchor_time", "anchor_dow", "anchor_dom", "original_due_at",
+  "target_at", "deadline_at", "horizon", "horizon_set_at", "last_considered_at", "segment_deferred_at",
+  "segment_targeted_at", "target_set_at", "target_auto", "occurrence_at", "deadline_nag_off",
+  "auto_snooze_minutes", "deleted_at", "archived_at", "labels", "notes", "progress_target", "progress_current",
+  "progress_period_start", "quota_prompt_config", "quota_day_state", "completion_count", "skip_count",
+  "first_completed_at", "last_completed_at", "created_at", "updated_at", "is_recurring", "is_reminder",
+  "is_tracked", "snooze_count", "is_snoozed"
+] as const
+
+/** A timestamp taken from the service clock: well-formed and within `withinMs` after `start`. */
+export const expectServiceTime = (value: unknown, start: Date, withinMs = 10 * 60_000) => {
+  expect(value).toMatch(ISO_MS_Z)
+  const at = Date.parse(value as string)
+  expect(at).toBeGreaterThanOrEqual(start.getTime())
+  expect(at).toBeLessThan(start.getTime() + withinMs)
+}
+
+/** Creates a task and returns its wire object; fails the test on anything but 201. */
+export const createTask = async (api: Client, body: Record<string, unknown>): Promise<Record<string, any>> => {
+  const res = await api.post("/api/tasks", body)
+  if (res.status !== 201) throw new Error(`POST /api/tasks ${JSON.stringify(body)} -> ${res.status} ${res.text}`)
+  return res.body.data
+}
+
+/** The caller's Inbox project id. */
+export const inboxOf = async (api: Client): Promise<number> => {
+  const res = await api.get("/api/projects")
+  const inbox = (res.body.data.projects as Array<{ id: number; is_inbox: boolean; name: string }>).find((p) => p.is_inbox)
+  if (inbox === undefined) throw new Error("no Inbox")
+  expect(inbox.name).toBe("Inbox")
+  return inbox.id
+}
+
+/** Ids of a GET /api/tasks page, in order. */
+export const listIds = async (api: Client, queryString = ""): Promise<Array<number>> => {
+  const res = await api.get(`/api/tasks${queryString === "" ? "" : `?${queryString}`}`)
+  if (res.status !== 200) throw new Error(`GET /api/tasks?${queryString} -> ${res.status} ${res.text}`)
+  const tasks = res.body.data.tasks as Array<{ id: number }>
+  expect(res.body.data.count).toBe(tasks.length)
+  return tasks.map((t) => t.id)
+}
