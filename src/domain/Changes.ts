@@ -7,7 +7,15 @@ import type { JsonValue, Row } from "./Json.js"
  */
 export type RowChange =
   | { readonly op: "insert"; readonly table: string; readonly id: number; readonly after: Row }
-  | { readonly op: "update"; readonly table: string; readonly id: number; readonly before: Row; readonly after: Row }
+  | {
+    readonly op: "update"
+    readonly table: string
+    readonly id: number
+    readonly before: Row
+    readonly after: Row
+    /** Fields that must still hold these values for undo/redo to touch the row. */
+    readonly guard?: Row
+  }
   | { readonly op: "delete"; readonly table: string; readonly id: number; readonly before: Row }
 
 /** Names recorded as `undone_action` / `redone_action`. */
@@ -23,6 +31,8 @@ export type ActionName =
   | "reprocess"
   | "reminder_roll"
   | "rollover"
+  | "undo"
+  | "redo"
   | "progress"
   | "quota_prompt"
   | "bulk_done"

@@ -1,8 +1,8 @@
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Cookies } from "@effect/platform"
-import { Effect } from "effect"
+import { Duration, Effect } from "effect"
 import { Authenticator } from "../services/Authenticator.js"
-import { Credentials, SESSION_COOKIE } from "../services/Credentials.js"
+import { Credentials, SESSION_COOKIE, SESSION_LIFETIME_DAYS } from "../services/Credentials.js"
 import { CurrentUser, type CurrentUserShape } from "../services/CurrentUser.js"
 import { PreferencesService } from "../services/PreferencesService.js"
 import { Api } from "./Api.js"
@@ -57,7 +57,8 @@ export const SessionHttpLive = HttpApiBuilder.group(Api, "session", (handlers) =
             httpOnly: true,
             sameSite: "lax",
             path: "/",
-            expires: session.expires
+            // A lifetime, not a date: the service clock may be shifted (SERVICE_NOW), the browser's is not.
+            maxAge: Duration.days(SESSION_LIFETIME_DAYS)
           }).pipe(Effect.orDie)
         }))
       .handle("deleteSession", () =>

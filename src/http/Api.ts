@@ -12,6 +12,8 @@ import { LifecycleApi } from "./LifecycleApi.js"
 import { ProjectsApi } from "./ProjectsApi.js"
 import { QuotasApi } from "./QuotasApi.js"
 import { RemindersApi } from "./RemindersApi.js"
+import { TimeSlotsApi } from "./TimeSlotsApi.js"
+import { UndoApi } from "./UndoApi.js"
 import { SystemApi } from "./SystemApi.js"
 import { TasksApi } from "./TasksApi.js"
 
@@ -24,6 +26,8 @@ export class Api extends HttpApi.make("steady")
   .add(LifecycleApi)
   .add(QuotasApi)
   .add(RemindersApi)
+  .add(TimeSlotsApi)
+  .add(UndoApi)
   .add(ProjectsApi)
   .addError(ValidationErrorWire)
   .addError(UnauthorizedWire)

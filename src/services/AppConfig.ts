@@ -72,8 +72,18 @@ const serviceNow = Config.option(Config.string("SERVICE_NOW")).pipe(
     if (Option.isNone(value) || value.value.trim() === "") return Either.right(Option.none())
     const text = value.value.trim()
     const date = new Date(text)
-    if (!/^\d{4}-\d{2}-\d{2}T/.test(text) || Number.isNaN(date.getTime())) {
+    const parts = /^(\d{4})-(\d{2})-(\d{2})T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$/i.exec(text)
+    if (parts === null || Number.isNaN(date.getTime())) {
       return Either.left(fail("SERVICE_NOW", `"${text}" is not an ISO-8601 instant`))
+    }
+    // Date rolls 2030-02-30 over to March 2; a day the month does not have is a typo.
+    const [year, month, day] = [Number(parts[1]), Number(parts[2]), Number(parts[3])]
+    if (month < 1 || month > 12 || day < 1 || day > new Date(Date.UTC(year, month, 0)).getUTCDate()) {
+      return Either.left(fail("SERVICE_NOW", `"${text}" is not a calendar date`))
+    }
+    // Without an offset, Date would read it in the host's zone.
+    if (parts[4] === undefined) {
+      return Either.left(fail("SERVICE_NOW", `"${text}" has no UTC offset; add Z or ±hh:mm`))
     }
     return Either.right(Option.some(date))
   })

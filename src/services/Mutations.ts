@@ -16,7 +16,14 @@ export interface Tx {
   readonly user: CurrentUserShape
   readonly insert: (table: TableSpec, values: Row) => Effect.Effect<Row>
   /** Writes only the fields whose value differs; returns the changed field names. */
-  readonly update: (table: TableSpec, id: number, values: Row) => Effect.Effect<ReadonlyArray<string>>
+  readonly update: (
+    table: TableSpec,
+    id: number,
+    values: Row,
+    options?: { readonly guard?: ReadonlyArray<string> }
+  ) => Effect.Effect<ReadonlyArray<string>>
+  /** Re-creates a row with its old id (undo of a delete, redo of an insert). */
+  readonly restoreRow: (table: TableSpec, row: Row) => Effect.Effect<void>
   readonly remove: (table: TableSpec, id: number) => Effect.Effect<void>
   /** Reads a row and locks it for the rest of the transaction. */
   readonly lock: (table: TableSpec, id: number) => Effect.Effect<Row | undefined>
@@ -61,7 +68,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
      * Runs `body` in one transaction that also writes the undo entry, the domain events
      * (the webhook outbox) and the day's statistics. A failure anywhere rolls all back.
      */
-    const run = <A, E, R>(options: MutationOptions, body: (tx: Tx) => Effect.Effect<A, E, R>) =>
+    const runWithUndoId = <A, E, R>(options: MutationOptions, body: (tx: Tx) => Effect.Effect<A, E, R>) =>
       Effect.gen(function*() {
         const now = yield* clockNow
         const changes: Array<RowChange> = []
@@ -85,7 +92,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
               changes.push({ op: "insert", table: table.name, id: Number(row.id), after: row })
               return row
             }).pipe(Effect.orDie),
-          update: (table, id, values) =>
+          update: (table, id, values, updateOptions) =>
             Effect.gen(function*() {
               checkColumns(table, values)
               const current = yield* lockRow(table, id)
@@ -108,8 +115,26 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
                 `UPDATE ${table.name} SET ${columns.map((c, i) => `${c} = ${casts[i]}`).join(", ")} WHERE id = $1`,
                 [id, ...params]
               )
-              changes.push({ op: "update", table: table.name, id, before, after })
+              const guardFields = updateOptions?.guard ?? []
+              const guard: Row = Object.fromEntries(guardFields.map((f) => [f, current[f] ?? null]))
+              changes.push(
+                guardFields.length > 0
+                  ? { op: "update", table: table.name, id, before, after, guard }
+                  : { op: "update", table: table.name, id, before, after }
+              )
               return changed
+            }).pipe(Effect.orDie),
+          restoreRow: (table, row) =>
+            Effect.gen(function*() {
+              const values: Row = Object.fromEntries(
+                Object.entries(row).filter(([column]) => column in table.columns)
+              )
+              const { casts, columns, params } = placeholders(table, values, 2)
+              yield* sql.unsafe(
+                `INSERT INTO ${table.name} (id, ${columns.join(", ")}) VALUES ($1, ${casts.join(", ")})`,
+                [Number(row.id), ...params]
+              )
+              changes.push({ op: "insert", table: table.name, id: Number(row.id), after: row })
             }).pipe(Effect.orDie),
           remove: (table, id) =>
             Effect.gen(function*() {
@@ -134,9 +159,12 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
         }
 
         const result = yield* body(tx)
-        yield* Effect.orDie(persist(options, tx, changes, events, stats, description))
-        return result
+        const undoId = yield* Effect.orDie(persist(options, tx, changes, events, stats, description))
+        return [result, undoId] as const
       }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
+
+    const run = <A, E, R>(options: MutationOptions, body: (tx: Tx) => Effect.Effect<A, E, R>) =>
+      Effect.map(runWithUndoId(options, body), ([result]) => result)
 
     const persist = (
       options: MutationOptions,
@@ -148,13 +176,17 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
     ) =>
       Effect.gen(function*() {
         const userId = options.user.id
+        let undoId: number | null = null
         if (changes.length > 0 && options.undoable !== false) {
           const tasksAffected = new Set(changes.filter((c) => c.table === "tasks").map((c) => c.id)).size
           // A new action makes the undone ones unreachable: the redo stack is cleared.
           yield* sql`DELETE FROM undo_entries WHERE user_id = ${userId} AND undone`
-          yield* sql`INSERT INTO undo_entries (user_id, action, description, changes, tasks_affected, created_at)
+          const [entry] = yield* sql<{ id: number }>`
+            INSERT INTO undo_entries (user_id, action, description, changes, tasks_affected, created_at)
             VALUES (${userId}, ${options.action}, ${description || options.action}, ${JSON.stringify(changes)}::jsonb,
-                    ${tasksAffected}, ${tx.now.toISOString()}::timestamptz)`
+                    ${tasksAffected}, ${tx.now.toISOString()}::timestamptz)
+            RETURNING id`
+          undoId = entry!.id
         }
         for (const e of events) {
           yield* sql`INSERT INTO outbox_events (user_id, event, task_id, payload, occurred_at)
@@ -169,8 +201,9 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
               tasks_created = daily_stats.tasks_created + EXCLUDED.tasks_created,
               snoozes = daily_stats.snoozes + EXCLUDED.snoozes`
         }
+        return undoId
       })
 
-    return { run } as const
+    return { run, runWithUndoId } as const
   })
 }) {}

@@ -223,10 +223,11 @@ export class Quotas extends Effect.Service<Quotas>()("steady/Quotas", {
             const next = Math.max(0, current + delta)
             const today = localDate(tx.now, settings.zone)
             const state = dayStateFor(row.quota_day_state, today)
+            // Guarded by the period: a log is not taken back once its period has closed.
             yield* tx.update(TasksTable, id, {
               progress_current: next,
               quota_day_state: { ...state, logged: state.logged + (next - current) } as unknown as JsonValue
-            })
+            }, { guard: ["progress_period_start"] })
             const task = yield* queries.wire(id)
             const target = Number(row.progress_target)
             const met = next >= target

@@ -210,7 +210,7 @@ export class Reminders extends Effect.Service<Reminders>()("steady/Reminders", {
                 yield* tx.update(TasksTable, Number(row.id), {
                   progress_current: current,
                   quota_day_state: { date, logged, did: didKeys, considered: [...considered], did_applied: applied }
-                })
+                }, { guard: ["progress_period_start"] })
                 return { moved: current !== before }
               }))
             tx.describe(`Did ${didCount} quota prompt(s)`)

@@ -7,6 +7,8 @@ import { PreferencesService } from "./PreferencesService.js"
 import { Projects } from "./Projects.js"
 import { Quotas } from "./Quotas.js"
 import { Reminders } from "./Reminders.js"
+import { TimeSlots } from "./TimeSlots.js"
+import { UndoService } from "./UndoService.js"
 import { TaskQueries } from "./TaskQueries.js"
 import { TaskLifecycle } from "./TaskLifecycle.js"
 import { Tasks } from "./Tasks.js"
@@ -24,4 +26,6 @@ const Features = Layer.mergeAll(
   Authenticator.Default
 ).pipe(Layer.provideMerge(Periods))
 
-export const ServicesLive = Layer.mergeAll(History.Default, Reminders.Default).pipe(Layer.provideMerge(Features))
+export const ServicesLive = Layer.mergeAll(History.Default, Reminders.Default, TimeSlots.Default, UndoService.Default).pipe(
+  Layer.provideMerge(Features)
+)

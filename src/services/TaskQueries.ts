@@ -12,7 +12,7 @@ export const DEFAULT_LIMIT = 200
 
 /**
  * Reads of tasks. Lists and single tasks come back as JSON text built by the database
- * (`steady_task_json`), so the hot paths neither decode rows nor re-encode them.
+ * (`steady_task_wire`), so the hot paths neither decode rows nor re-encode them.
  */
 export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueries", {
   effect: Effect.gen(function*() {
@@ -67,7 +67,10 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
     /**
      * `{data: {tasks, count}}` as JSON text. Own tasks and shared-project tasks are read
      * by two index-ordered branches, each limited, then merged; a single OR would make
-     * PostgreSQL sort every open task of the user on each request.
+     * PostgreSQL sort every open task of the user on each request. The branches carry only
+     * `(due_at, id)`, read from the index; the page's rows are then fetched by id and rendered
+     * from the table row itself (rendering from a whole-row value carried through the
+     * subqueries costs several times more, see migrations/0002).
      */
     const listJson = (user: CurrentUserShape, query: TaskListQuery, now: Date) => {
       const limit = query.limit ?? DEFAULT_LIMIT
@@ -76,27 +79,27 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
       const window = limit + offset
       const shared = query.overdue === true
         ? sql``
-        : sql`UNION ALL (SELECT t AS task, t.due_at, t.id FROM tasks t
+        : sql`UNION ALL (SELECT t.due_at, t.id FROM tasks t
              WHERE t.user_id <> ${user.id} AND t.project_id IN (SELECT id FROM projects WHERE shared) AND ${where}
              ORDER BY t.due_at, t.id LIMIT ${window})`
       return sql<{ body: string }>`
         WITH page AS (
           SELECT * FROM (
-            (SELECT t AS task, t.due_at, t.id FROM tasks t WHERE t.user_id = ${user.id} AND ${where}
+            (SELECT t.due_at, t.id FROM tasks t WHERE t.user_id = ${user.id} AND ${where}
              ORDER BY t.due_at, t.id LIMIT ${window})
             ${shared}
           ) merged ORDER BY due_at, id LIMIT ${limit} OFFSET ${offset}
         )
         SELECT json_build_object('data', json_build_object(
-          'tasks', COALESCE(json_agg(steady_task_json(page.task) ORDER BY page.due_at, page.id), '[]'::json),
+          'tasks', COALESCE(json_agg(steady_task_wire(t) ORDER BY page.due_at, page.id), '[]'::json),
           'count', count(*)::int))::text AS body
-        FROM page`.pipe(Effect.map((rows) => rows[0]!.body), Effect.orDie)
+        FROM page JOIN tasks t ON t.id = page.id`.pipe(Effect.map((rows) => rows[0]!.body), Effect.orDie)
     }
 
     /** `{data: Task}` as JSON text, or 404 when the caller cannot see it. */
     const getJson = (user: CurrentUserShape, id: number) =>
       sql<{ body: string }>`
-        SELECT json_build_object('data', steady_task_json(t))::text AS body FROM tasks t
+        SELECT json_build_object('data', steady_task_wire(t))::text AS body FROM tasks t
         WHERE t.id = ${id} AND ${visible(user.id)}`.pipe(
         Effect.orDie,
         Effect.flatMap((rows) => rows[0] === undefined ? Effect.fail(NotFound.of("Task")) : Effect.succeed(rows[0].body))
@@ -141,7 +144,7 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
           WHERE t.user_id = ${user.id} AND t.deleted_at IS NOT NULL
         )
         SELECT json_build_object('data', json_build_object(
-          'tasks', COALESCE(json_agg(steady_task_json(trash.task) ORDER BY trash.deleted_at DESC, trash.id DESC), '[]'::json),
+          'tasks', COALESCE(json_agg(steady_task_wire(trash.task) ORDER BY trash.deleted_at DESC, trash.id DESC), '[]'::json),
           'count', count(*)::int))::text AS body FROM trash`.pipe(Effect.map((rows) => rows[0]!.body), Effect.orDie)
 
     /** A project the caller may file tasks in: their own or a shared one. */

@@ -1,0 +1,43 @@
+import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { Schema } from "effect"
+import { SlotIds } from "../domain/Ids.js"
+import { TimeSlot } from "../domain/TimeSlot.js"
+import { Data } from "./Envelope.js"
+import { Authentication } from "./Security.js"
+
+const Clock = Schema.String.pipe(
+  Schema.pattern(/^([01]\d|2[0-3]):[0-5]\d$/, { message: () => "must be a time HH:MM (00:00-23:59)" })
+)
+const Label = Schema.String.pipe(
+  Schema.filter((s) => s.trim().length > 0 || "must not be empty"),
+  Schema.maxLength(100, { message: () => "must be at most 100 characters" })
+)
+
+const SlotChange = Schema.Struct({
+  slot: TimeSlot,
+  reminders_moved: Schema.Int,
+  quotas_moved: Schema.Int,
+  undo_id: Schema.NullOr(Schema.Int)
+})
+
+const SlotIdParam = Schema.Struct({ id: SlotIds.FromString })
+
+/** Reminder time slots (spec §4.4, CONTRACT §8). */
+export class TimeSlotsApi extends HttpApiGroup.make("timeSlots")
+  .add(
+    HttpApiEndpoint.get("list", "/api/time-slots").addSuccess(
+      Data(Schema.Struct({ time_slots: Schema.Array(TimeSlot), count: Schema.Int }))
+    )
+  )
+  .add(
+    HttpApiEndpoint.post("create", "/api/time-slots").setPayload(Schema.Struct({ label: Label, start_time: Clock }))
+      .addSuccess(Data(TimeSlot), { status: 201 })
+  )
+  .add(
+    HttpApiEndpoint.patch("update", "/api/time-slots/:id").setPath(SlotIdParam).setPayload(
+      Schema.Struct({ label: Schema.optional(Label), start_time: Schema.optional(Clock) })
+    ).addSuccess(Data(SlotChange))
+  )
+  .add(HttpApiEndpoint.del("delete", "/api/time-slots/:id").setPath(SlotIdParam).addSuccess(Data(SlotChange)))
+  .middleware(Authentication)
+{}

@@ -1,0 +1,52 @@
+import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { Schema } from "effect"
+import { Timestamp } from "../domain/Task.js"
+import { Data } from "./Envelope.js"
+import { Authentication } from "./Security.js"
+
+const SessionStart = Schema.NullOr(
+  Schema.Struct({ session_start_id: Schema.optional(Schema.Int.pipe(Schema.between(0, 2_147_483_647))) })
+)
+
+const Counts = { tasks_affected: Schema.Int, undoable_count: Schema.Int, redoable_count: Schema.Int }
+
+const LimitParam = Schema.String.pipe(
+  Schema.pattern(/^\d{1,4}$/, { message: () => "must be an integer from 1 to 1000" }),
+  Schema.compose(Schema.NumberFromString),
+  Schema.compose(Schema.Int.pipe(Schema.between(1, 1000, { message: () => "must be an integer from 1 to 1000" })))
+)
+
+/** Undo and redo (spec §4.6) and the log behind them (CONTRACT §8). */
+export class UndoApi extends HttpApiGroup.make("undo")
+  .add(
+    HttpApiEndpoint.post("undo", "/api/undo").setPayload(SessionStart).addSuccess(
+      Data(Schema.Struct({ undone_action: Schema.String, description: Schema.String, ...Counts }))
+    )
+  )
+  .add(
+    HttpApiEndpoint.post("redo", "/api/redo").setPayload(SessionStart).addSuccess(
+      Data(Schema.Struct({ redone_action: Schema.String, description: Schema.String, ...Counts }))
+    )
+  )
+  .add(
+    HttpApiEndpoint.get("status", "/api/undo/status").addSuccess(
+      Data(Schema.Struct({ latest_id: Schema.NullOr(Schema.Int), undoable_count: Schema.Int, redoable_count: Schema.Int }))
+    )
+  )
+  .add(
+    HttpApiEndpoint.get("history", "/api/undo/history").setUrlParams(Schema.Struct({ limit: Schema.optional(LimitParam) }))
+      .addSuccess(
+        Data(Schema.Struct({
+          history: Schema.Array(Schema.Struct({
+            id: Schema.Int,
+            action: Schema.String,
+            description: Schema.String,
+            created_at: Timestamp,
+            undone: Schema.Boolean
+          })),
+          count: Schema.Int
+        }))
+      )
+  )
+  .middleware(Authentication)
+{}

@@ -1,0 +1,150 @@
+import * as SqlClient from "@effect/sql/SqlClient"
+import { Effect } from "effect"
+import type { RowChange } from "../domain/Changes.js"
+import { ValidationError } from "../domain/Errors.js"
+import type { JsonValue } from "../domain/Json.js"
+import { type Direction, ordered, planStep } from "../domain/Undo.js"
+import type { CurrentUserShape } from "./CurrentUser.js"
+import { Mutations, type Tx } from "./Mutations.js"
+import { now as clockNow } from "./ServiceClock.js"
+import { tablesByName } from "./Tables.js"
+import { TaskQueries } from "./TaskQueries.js"
+
+interface EntryRow {
+  readonly id: number
+  readonly action: string
+  readonly description: string
+  readonly changes: ReadonlyArray<RowChange>
+  readonly tasks_affected: number
+}
+
+/** Undo entries older than this are purged (CONTRACT §8, issue 5). */
+export const UNDO_RETENTION_DAYS = 30
+
+/**
+ * Undo and redo over the log the mutation pipeline writes. Each runs as one pass through
+ * the pipeline itself (one transaction, events, statistics), without writing a new entry.
+ */
+export class UndoService extends Effect.Service<UndoService>()("steady/UndoService", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const mutations = yield* Mutations
+    const queries = yield* TaskQueries
+
+    const counts = (userId: number, sessionStartId: number | undefined) =>
+      sql<{ undoable: number; redoable: number; latest: number | null }>`
+        SELECT (count(*) FILTER (WHERE NOT undone ${sessionStartId === undefined ? sql`` : sql`AND id > ${sessionStartId}`}))::int AS undoable,
+               (count(*) FILTER (WHERE undone ${sessionStartId === undefined ? sql`` : sql`AND id > ${sessionStartId}`}))::int AS redoable,
+               max(id) AS latest
+        FROM undo_entries WHERE user_id = ${userId}`.pipe(Effect.map((rows) => rows[0]!), Effect.orDie)
+
+    /** Carries out one change in one direction, keeping statistics in step. */
+    const applyChange = (tx: Tx, change: RowChange, direction: Direction, touched: Map<number, Set<string>>) =>
+      Effect.gen(function*() {
+        const table = tablesByName[change.table]
+        if (table === undefined) return
+        const current = yield* tx.lock(table, change.id)
+        const step = planStep(change, direction, current, tx.now.toISOString())
+        switch (step.kind) {
+          case "skip":
+            return
+          case "update": {
+            const fields = yield* tx.update(table, step.id, step.writes)
+            if (table.name === "tasks") {
+              const set = touched.get(step.id) ?? new Set()
+              fields.forEach((f) => set.add(f))
+              touched.set(step.id, set)
+              if ("snooze_count" in step.writes && current !== undefined) {
+                tx.count("snoozes", Number(step.writes.snooze_count) - Number(current.snooze_count))
+              }
+            }
+            return
+          }
+          case "insert": {
+            yield* tx.restoreRow(table, step.row)
+            if (table.name === "completions") tx.count("completions", 1, new Date(String(step.row.completed_at)))
+            if (table.name === "tasks") touched.set(step.id, new Set(["deleted_at"]))
+            return
+          }
+          case "delete": {
+            if (table.name === "projects") {
+              const [used] = yield* Effect.orDie(sql<{ n: number }>`SELECT count(*)::int AS n FROM tasks WHERE project_id = ${step.id}`)
+              if (used!.n > 0) {
+                return yield* Effect.fail(ValidationError.of("The project has tasks now; move them out before taking its creation back"))
+              }
+            }
+            yield* tx.remove(table, step.id)
+            if (table.name === "completions" && current !== undefined) {
+              tx.count("completions", -1, new Date(String(current.completed_at)))
+            }
+            return
+          }
+        }
+      })
+
+    const run = (user: CurrentUserShape, direction: Direction, sessionStartId: number | undefined) =>
+      mutations.run({ user, action: direction === "undo" ? "undo" : "redo", undoable: false }, (tx) =>
+        Effect.gen(function*() {
+          const [entry] = yield* Effect.orDie(
+            direction === "undo"
+              ? sql<EntryRow>`SELECT id, action, description, changes, tasks_affected FROM undo_entries
+                  WHERE user_id = ${user.id} AND NOT undone ORDER BY id DESC LIMIT 1 FOR UPDATE`
+              : sql<EntryRow>`SELECT id, action, description, changes, tasks_affected FROM undo_entries
+                  WHERE user_id = ${user.id} AND undone ORDER BY id ASC LIMIT 1 FOR UPDATE`
+          )
+          if (entry === undefined) {
+            return yield* Effect.fail(ValidationError.of(direction === "undo" ? "Nothing to undo" : "Nothing to redo"))
+          }
+          const touched = new Map<number, Set<string>>()
+          for (const change of ordered(entry.changes, direction)) yield* applyChange(tx, change, direction, touched)
+          for (const [taskId, fields] of touched) {
+            const task = yield* queries.wire(taskId)
+            tx.emit({ event: "task.updated", taskId, data: { task: task as JsonValue, fields_changed: [...fields] } })
+          }
+          yield* Effect.orDie(sql`UPDATE undo_entries SET undone = ${direction === "undo"} WHERE id = ${entry.id}`)
+          tx.describe(`${direction === "undo" ? "Undid" : "Redid"}: ${entry.description}`)
+          return entry
+        })).pipe(
+          Effect.flatMap((entry) =>
+            Effect.map(counts(user.id, sessionStartId), (c) => ({
+              [direction === "undo" ? "undone_action" : "redone_action"]: entry.action,
+              description: entry.description,
+              tasks_affected: entry.tasks_affected,
+              undoable_count: c.undoable,
+              redoable_count: c.redoable
+            }))
+          )
+        )
+
+    const status = (user: CurrentUserShape) =>
+      Effect.map(counts(user.id, undefined), (c) => ({
+        latest_id: c.latest,
+        undoable_count: c.undoable,
+        redoable_count: c.redoable
+      }))
+
+    const history = (user: CurrentUserShape, limit: number) =>
+      sql<{ id: number; action: string; description: string; created_at: string; undone: boolean }>`
+        SELECT id, action, description, steady_iso(created_at) AS created_at, undone FROM undo_entries
+        WHERE user_id = ${user.id} ORDER BY id DESC LIMIT ${limit}`.pipe(
+        Effect.map((history) => ({ history, count: history.length })),
+        Effect.orDie
+      )
+
+    /** Drops entries older than the retention window; returns how many went. */
+    const purge = Effect.gen(function*() {
+      const now = yield* clockNow
+      const cutoff = new Date(now.getTime() - UNDO_RETENTION_DAYS * 86_400_000).toISOString()
+      const rows = yield* sql<{ id: number }>`DELETE FROM undo_entries WHERE created_at < ${cutoff}::timestamptz RETURNING id`
+      return rows.length
+    }).pipe(Effect.orDie)
+
+    return {
+      undo: (user: CurrentUserShape, sessionStartId?: number) => run(user, "undo", sessionStartId),
+      redo: (user: CurrentUserShape, sessionStartId?: number) => run(user, "redo", sessionStartId),
+      status,
+      history,
+      purge
+    } as const
+  })
+}) {}
