@@ -45,3 +45,6 @@ export type TimeSlotId = typeof TimeSlotId.Type
 export const TaskIdParam = Schema.Struct({ id: TaskIds.FromString })
 export const ProjectIdParam = Schema.Struct({ id: ProjectIds.FromString })
 export const TokenIdParam = Schema.Struct({ id: TokenIds.FromString })
+
+export const WebhookIds = brandedId("WebhookId")
+export const WebhookIdParam = Schema.Struct({ id: WebhookIds.FromString })

@@ -121,7 +121,9 @@ export const planUndone = (
   const rollback: Row = {
     completion_count: Math.max(0, t.completion_count - 1),
     last_completed_at: previousCompletionAt,
-    first_completed_at: t.completion_count <= 1 ? null : t.first_completed_at
+    first_completed_at: t.completion_count <= 1 ? null : t.first_completed_at,
+    // Completing a reminder is what marks it considered; taking the completion back does too.
+    ...(t.is_reminder ? { last_considered_at: previousCompletionAt } : {})
   }
   if (t.done) {
     return Either.right({

@@ -126,7 +126,12 @@ export const periodContaining = (
   const k = Math.floor(unitsBetween(rule.freq, anchorUnit, atUnit) / rule.interval)
   const startDay = addUnits(rule.freq, anchorUnit, k * rule.interval)
   const endDay = addUnits(rule.freq, startDay, rule.interval)
-  return { start: midnight(settings.zone, startDay), end: midnight(settings.zone, endDay) }
+  const period = { start: midnight(settings.zone, startDay), end: midnight(settings.zone, endDay) }
+  // A fall-back just after midnight (St. John's before 2011: 00:01 → 23:01) shows the
+  // previous date again after the new day began; such an instant is in the next period.
+  return at.getTime() >= period.end.getTime()
+    ? { start: period.end, end: periodEndFrom(rule, settings, period.end) }
+    : period
 }
 
 /** The end of the full period that starts at `start` (a local unit start). */

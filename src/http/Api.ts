@@ -14,6 +14,7 @@ import { QuotasApi } from "./QuotasApi.js"
 import { RemindersApi } from "./RemindersApi.js"
 import { TimeSlotsApi } from "./TimeSlotsApi.js"
 import { UndoApi } from "./UndoApi.js"
+import { WebhooksApi } from "./WebhooksApi.js"
 import { SystemApi } from "./SystemApi.js"
 import { TasksApi } from "./TasksApi.js"
 
@@ -28,6 +29,7 @@ export class Api extends HttpApi.make("steady")
   .add(RemindersApi)
   .add(TimeSlotsApi)
   .add(UndoApi)
+  .add(WebhooksApi)
   .add(ProjectsApi)
   .addError(ValidationErrorWire)
   .addError(UnauthorizedWire)

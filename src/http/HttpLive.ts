@@ -12,6 +12,7 @@ import { QuotasHttpLive } from "./QuotasHttp.js"
 import { RemindersHttpLive } from "./RemindersHttp.js"
 import { TimeSlotsHttpLive } from "./TimeSlotsHttp.js"
 import { UndoHttpLive } from "./UndoHttp.js"
+import { WebhooksHttpLive } from "./WebhooksHttp.js"
 import { AuthenticationLive } from "./Security.js"
 import { SystemHttpLive } from "./SystemHttp.js"
 import { TasksHttpLive } from "./TasksHttp.js"
@@ -21,7 +22,7 @@ import { TasksHttpLive } from "./TasksHttp.js"
  * services (see `ServicesLive`) but no server: a host program can mount it.
  */
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
-  Layer.provide([SystemHttpLive, SessionHttpLive, AccountHttpLive, TasksHttpLive, LifecycleHttpLive, QuotasHttpLive, RemindersHttpLive, TimeSlotsHttpLive, UndoHttpLive, ProjectsHttpLive]),
+  Layer.provide([SystemHttpLive, SessionHttpLive, AccountHttpLive, TasksHttpLive, LifecycleHttpLive, QuotasHttpLive, RemindersHttpLive, TimeSlotsHttpLive, UndoHttpLive, WebhooksHttpLive, ProjectsHttpLive]),
   Layer.provide(AuthenticationLive),
   Layer.provideMerge(ErrorEnvelopeLive)
 )

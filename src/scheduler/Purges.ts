@@ -1,5 +1,9 @@
 import { Effect, Layer, Schedule } from "effect"
+import * as SqlClient from "@effect/sql/SqlClient"
+import { now as clockNow } from "../services/ServiceClock.js"
 import { UndoService } from "../services/UndoService.js"
+
+export const WEBHOOK_LOG_RETENTION_DAYS = 7
 
 /** Retention sweeps run hourly; each is cheap when there is nothing to drop. */
 export const purgeSchedule = Schedule.spaced("1 hour")
@@ -11,6 +15,13 @@ export const PurgesLive = Layer.scopedDiscard(
       Effect.tap((n) => n > 0 ? Effect.logInfo(`Purged ${n} undo entries older than 30 days`) : Effect.void),
       Effect.catchAllCause((cause) => Effect.logError("Undo purge failed", cause))
     )
-    yield* Effect.forkScoped(Effect.repeat(purge, purgeSchedule))
+    const sql = yield* SqlClient.SqlClient
+    // Spec §6: delivery logs are kept for 7 days.
+    const purgeDeliveries = Effect.gen(function*() {
+      const cutoff = new Date((yield* clockNow).getTime() - WEBHOOK_LOG_RETENTION_DAYS * 86_400_000).toISOString()
+      yield* sql`DELETE FROM webhook_attempts WHERE created_at < ${cutoff}::timestamptz`
+      yield* sql`DELETE FROM webhook_deliveries WHERE status <> 'pending' AND finished_at < ${cutoff}::timestamptz`
+    }).pipe(Effect.catchAllCause((cause) => Effect.logError("Webhook log purge failed", cause)))
+    yield* Effect.forkScoped(Effect.repeat(Effect.zipRight(purge, purgeDeliveries), purgeSchedule))
   })
 )

@@ -2,6 +2,7 @@ import { Layer } from "effect"
 import { PurgesLive } from "./Purges.js"
 import { QuotaRolloverLive } from "./QuotaRollover.js"
 import { ReminderRollForwardLive } from "./ReminderRollForward.js"
+import { WebhookDispatcherLive } from "./WebhookDispatcher.js"
 
 /** Every background fiber the service runs; each starts at once and then repeats. */
-export const SchedulerLive = Layer.mergeAll(ReminderRollForwardLive, QuotaRolloverLive, PurgesLive)
+export const SchedulerLive = Layer.mergeAll(ReminderRollForwardLive, QuotaRolloverLive, PurgesLive, WebhookDispatcherLive)

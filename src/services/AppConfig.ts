@@ -40,6 +40,8 @@ export interface AppConfigShape {
   readonly defaultTimezone: string
   readonly serviceNow: Option.Option<Date>
   readonly webhookAllowPrivate: boolean
+  /** false: this instance serves the API but leaves webhook delivery to other instances. */
+  readonly webhookDispatch: boolean
   readonly aiProvider: AiProvider
   readonly aiBaseUrl: Option.Option<string>
   readonly aiApiKey: Option.Option<Redacted.Redacted>
@@ -142,6 +144,7 @@ export const appConfig: Config.Config<AppConfigShape> = Config.all({
   defaultTimezone: timezone,
   serviceNow,
   webhookAllowPrivate: bool("SERVICE_WEBHOOK_ALLOW_PRIVATE", true),
+  webhookDispatch: bool("SERVICE_WEBHOOK_DISPATCH", true),
   aiProvider: provider,
   aiBaseUrl: optionalString("SERVICE_AI_BASE_URL"),
   aiApiKey: Config.option(Config.redacted("SERVICE_AI_API_KEY")),

@@ -92,6 +92,8 @@ export class History extends Effect.Service<History>()("steady/History", {
       sql`
         SELECT id, user_id, to_char(date, 'YYYY-MM-DD') AS date, completions, tasks_created, snoozes
         FROM daily_stats WHERE user_id = ${user.id} AND date >= ${start}::date AND date <= ${end}::date
+          -- A day whose counts were all taken back (done then undone) has no stats (spec §4.5).
+          AND (completions <> 0 OR tasks_created <> 0 OR snoozes <> 0)
         ORDER BY date`.pipe(Effect.map((stats) => ({ stats })), Effect.orDie)
 
     const stats = (user: CurrentUserShape, query: StatsQuery): Effect.Effect<object, NotFound> =>

@@ -6,6 +6,7 @@ import { localDate } from "../domain/LocalTime.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { now as clockNow } from "./ServiceClock.js"
 import { normalizeRow, normalizeValue, sqlCast, sqlParam, type TableSpec } from "./Tables.js"
+import { WebhookWakeup } from "./WebhookWakeup.js"
 
 /**
  * What a mutation body writes through. Every row write goes through `insert`, `update`
@@ -57,6 +58,7 @@ const checkColumns = (table: TableSpec, values: Row) => {
 export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const wakeup = yield* WebhookWakeup
 
     const lockRow = (table: TableSpec, id: number) =>
       sql.unsafe<{ row: Record<string, unknown> }>(
@@ -160,8 +162,14 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
 
         const result = yield* body(tx)
         const undoId = yield* Effect.orDie(persist(options, tx, changes, events, stats, description))
-        return [result, undoId] as const
-      }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
+        return [result, undoId, events.length > 0] as const
+      }).pipe(
+        sql.withTransaction,
+        Effect.catchTag("SqlError", Effect.die),
+        // After commit: deliveries written by this transaction go out now, not at the next poll.
+        Effect.tap(([, , evented]) => (evented ? wakeup.wake : Effect.void)),
+        Effect.map(([result, undoId]) => [result, undoId] as const)
+      )
 
     const run = <A, E, R>(options: MutationOptions, body: (tx: Tx) => Effect.Effect<A, E, R>) =>
       Effect.map(runWithUndoId(options, body), ([result]) => result)
@@ -188,9 +196,16 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
             RETURNING id`
           undoId = entry!.id
         }
+        const at = tx.now.toISOString()
         for (const e of events) {
           yield* sql`INSERT INTO outbox_events (user_id, event, task_id, payload, occurred_at)
-            VALUES (${userId}, ${e.event}, ${e.taskId}, ${JSON.stringify(e.data as JsonValue)}::jsonb, ${tx.now.toISOString()}::timestamptz)`
+            VALUES (${userId}, ${e.event}, ${e.taskId}, ${JSON.stringify(e.data as JsonValue)}::jsonb, ${at}::timestamptz)`
+          // One delivery per matching active webhook, its body bytes frozen now (CONTRACT §9).
+          const body = JSON.stringify({ event: e.event, timestamp: at, data: e.data })
+          yield* sql`INSERT INTO webhook_deliveries (webhook_id, user_id, delivery_id, event, body, next_attempt_at, created_at)
+            SELECT w.id, w.user_id, gen_random_uuid()::text, ${e.event}, ${body}, ${at}::timestamptz, ${at}::timestamptz
+            FROM webhooks w
+            WHERE w.user_id = ${userId} AND w.active AND w.events @> jsonb_build_array(${e.event}::text)`
         }
         for (const [day, { completions, snoozes, tasks_created }] of stats) {
           if (completions === 0 && tasks_created === 0 && snoozes === 0) continue

@@ -13,8 +13,12 @@ import { TaskQueries } from "./TaskQueries.js"
 import { TaskLifecycle } from "./TaskLifecycle.js"
 import { Tasks } from "./Tasks.js"
 import { Users } from "./Users.js"
+import { Webhooks } from "./Webhooks.js"
+import { WebhookWakeup } from "./WebhookWakeup.js"
 
-const Core = Layer.mergeAll(Users.Default, Credentials.Default, Mutations.Default, TaskQueries.Default)
+const Core = Layer.mergeAll(Users.Default, Credentials.Default, Mutations.Default, TaskQueries.Default).pipe(
+  Layer.provideMerge(WebhookWakeup.Default)
+)
 const Periods = Quotas.Default.pipe(Layer.provideMerge(Core))
 
 /** Every service the API uses. Needs an `SqlClient` and `AppConfig`, nothing else. */
@@ -26,6 +30,6 @@ const Features = Layer.mergeAll(
   Authenticator.Default
 ).pipe(Layer.provideMerge(Periods))
 
-export const ServicesLive = Layer.mergeAll(History.Default, Reminders.Default, TimeSlots.Default, UndoService.Default).pipe(
+export const ServicesLive = Layer.mergeAll(History.Default, Reminders.Default, TimeSlots.Default, UndoService.Default, Webhooks.Default).pipe(
   Layer.provideMerge(Features)
 )

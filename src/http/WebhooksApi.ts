@@ -1,0 +1,28 @@
+import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { Schema } from "effect"
+import { WebhookIdParam } from "../domain/Ids.js"
+import { DeliveryLog, Webhook, WebhookCreate, WebhookPatch, WebhookWithSecret } from "../domain/Webhook.js"
+import { Data } from "./Envelope.js"
+import { Authentication } from "./Security.js"
+
+/** Signed outgoing webhooks (spec §4.8, CONTRACT §8–§9). */
+export class WebhooksApi extends HttpApiGroup.make("webhooks")
+  .add(HttpApiEndpoint.get("list", "/api/webhooks").addSuccess(Data(Schema.Struct({ webhooks: Schema.Array(Webhook) }))))
+  .add(
+    HttpApiEndpoint.post("create", "/api/webhooks").setPayload(WebhookCreate).addSuccess(Data(WebhookWithSecret), {
+      status: 201
+    })
+  )
+  .add(HttpApiEndpoint.patch("update", "/api/webhooks/:id").setPath(WebhookIdParam).setPayload(WebhookPatch).addSuccess(Data(Webhook)))
+  .add(
+    HttpApiEndpoint.del("delete", "/api/webhooks/:id").setPath(WebhookIdParam).addSuccess(
+      Data(Schema.Struct({ deleted: Schema.Literal(true) }))
+    )
+  )
+  .add(
+    HttpApiEndpoint.get("deliveries", "/api/webhooks/:id/deliveries").setPath(WebhookIdParam).addSuccess(
+      Data(Schema.Struct({ deliveries: Schema.Array(DeliveryLog) }))
+    )
+  )
+  .middleware(Authentication)
+{}

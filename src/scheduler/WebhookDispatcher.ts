@@ -1,0 +1,138 @@
+import * as SqlClient from "@effect/sql/SqlClient"
+import { Duration, Effect, FiberSet, Layer, Schedule } from "effect"
+import { AppConfig } from "../services/AppConfig.js"
+import { now as clockNow } from "../services/ServiceClock.js"
+import { type AttemptResult, postOnce, serviceSignature, standardSignature } from "../services/WebhookSender.js"
+import { WebhookWakeup } from "../services/WebhookWakeup.js"
+
+/** Spec §6: up to 3 attempts, waiting 1 s and then 5 s between them. */
+export const WEBHOOK_RETRY_DELAYS = [Duration.seconds(1), Duration.seconds(5)] as const
+export const webhookRetrySchedule = Schedule.fromDelays(...WEBHOOK_RETRY_DELAYS)
+export const WEBHOOK_MAX_ATTEMPTS = WEBHOOK_RETRY_DELAYS.length + 1
+
+/**
+ * A claimed delivery is leased for longer than all its remaining attempts can take
+ * (3 × 10 s + 6 s), so no other dispatcher takes it while it is in flight; a crashed
+ * instance's lease runs out and another instance carries on.
+ */
+export const WEBHOOK_LEASE = Duration.seconds(60)
+/** The dispatcher also polls, for deliveries written by other instances and for retries after a crash. */
+export const WEBHOOK_POLL = Duration.seconds(1)
+const MAX_IN_FLIGHT = 16
+
+interface Claimed {
+  readonly id: string
+  readonly webhook_id: number
+  readonly delivery_id: string
+  readonly event: string
+  readonly body: string
+  readonly attempts: number
+}
+
+class AttemptFailed {
+  readonly _tag = "AttemptFailed"
+}
+
+export const makeDispatcher = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const config = yield* AppConfig
+
+  const claim = (limit: number) =>
+    Effect.gen(function*() {
+      const now = yield* clockNow
+      const leaseUntil = new Date(now.getTime() + Duration.toMillis(WEBHOOK_LEASE)).toISOString()
+      return yield* sql<Claimed>`
+        UPDATE webhook_deliveries d SET lease_until = ${leaseUntil}::timestamptz
+        FROM (
+          SELECT id FROM webhook_deliveries
+          WHERE status = 'pending' AND next_attempt_at <= ${now.toISOString()}::timestamptz
+            AND (lease_until IS NULL OR lease_until <= ${now.toISOString()}::timestamptz)
+          ORDER BY next_attempt_at, id LIMIT ${limit}
+          FOR UPDATE SKIP LOCKED
+        ) due
+        WHERE d.id = due.id
+        RETURNING d.id::text AS id, d.webhook_id, d.delivery_id, d.event, d.body, d.attempts`
+    }).pipe(Effect.orDie)
+
+  const finish = (delivery: Claimed, status: "delivered" | "failed" | "cancelled") =>
+    Effect.flatMap(clockNow, (now) =>
+      sql`UPDATE webhook_deliveries SET status = ${status}, finished_at = ${now.toISOString()}::timestamptz, lease_until = NULL
+        WHERE id = ${delivery.id}::bigint`).pipe(Effect.orDie)
+
+  /** One attempt: re-reads the webhook (deleted or deactivated stops it), sends, logs. */
+  const attempt = (delivery: Claimed, number: number) =>
+    Effect.gen(function*() {
+      const [hook] = yield* Effect.orDie(sql<{ url: string; secret: string; active: boolean }>`
+        SELECT url, secret, active FROM webhooks WHERE id = ${delivery.webhook_id}`)
+      if (hook === undefined || !hook.active) return "cancelled" as const
+      yield* Effect.orDie(sql`UPDATE webhook_deliveries SET attempts = ${number} WHERE id = ${delivery.id}::bigint`)
+      const sentAt = yield* clockNow
+      const timestamp = Math.floor(sentAt.getTime() / 1000)
+      const headers = {
+        "content-type": "application/json",
+        "user-agent": "Steady-Webhooks/1.0",
+        "x-service-event": delivery.event,
+        "x-service-signature": serviceSignature(hook.secret, delivery.body),
+        "x-service-delivery": delivery.delivery_id,
+        "webhook-id": delivery.delivery_id,
+        "webhook-timestamp": String(timestamp),
+        "webhook-signature": standardSignature(hook.secret, delivery.delivery_id, timestamp, delivery.body)
+      }
+      const [elapsed, result] = yield* Effect.timed(postOnce(hook.url, headers, delivery.body, config.webhookAllowPrivate))
+      yield* log(delivery, number, result, Math.round(Duration.toMillis(elapsed)))
+      const ok = result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300
+      return ok ? "delivered" as const : yield* Effect.fail(new AttemptFailed())
+    })
+
+  const log = (delivery: Claimed, number: number, result: AttemptResult, durationMs: number) =>
+    Effect.flatMap(clockNow, (now) =>
+      sql`INSERT INTO webhook_attempts (webhook_id, delivery_id, event, payload, status_code, error, attempt, success, duration_ms, created_at)
+        VALUES (${delivery.webhook_id}, ${delivery.delivery_id}, ${delivery.event}, ${delivery.body}::jsonb,
+                ${result.statusCode}, ${result.error}, ${number},
+                ${result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300},
+                ${durationMs}, ${now.toISOString()}::timestamptz)`).pipe(Effect.orDie)
+
+  /** Runs the remaining attempts of a delivery under the retry schedule. */
+  const deliver = (delivery: Claimed) =>
+    Effect.gen(function*() {
+      if (delivery.attempts >= WEBHOOK_MAX_ATTEMPTS) return yield* finish(delivery, "failed")
+      let number = delivery.attempts
+      // Taken over from a crashed instance: only the attempts not made yet, with their delays.
+      const delays = WEBHOOK_RETRY_DELAYS.slice(delivery.attempts)
+      const policy: Schedule.Schedule<unknown> = delivery.attempts === 0
+        ? webhookRetrySchedule
+        : delays[0] === undefined
+        ? Schedule.stop
+        : Schedule.fromDelays(delays[0], ...delays.slice(1))
+      const outcome = yield* Effect.retry(Effect.suspend(() => attempt(delivery, ++number)), policy).pipe(
+        Effect.catchTag("AttemptFailed", () => Effect.succeed("failed" as const))
+      )
+      yield* finish(delivery, outcome)
+    }).pipe(
+      Effect.catchAllCause((cause) => Effect.logError(`Webhook delivery ${delivery.delivery_id} failed`, cause)),
+      Effect.withSpan("WebhookDispatcher.deliver")
+    )
+
+  return { claim, deliver } as const
+})
+
+/** Claims due deliveries (SKIP LOCKED, so several instances share the work) and sends them. */
+export const WebhookDispatcherLive = Layer.scopedDiscard(
+  Effect.gen(function*() {
+    const config = yield* AppConfig
+    if (!config.webhookDispatch) return
+    const wakeup = yield* WebhookWakeup
+    const dispatcher = yield* makeDispatcher
+    const inFlight = yield* FiberSet.make()
+    const loop = Effect.gen(function*() {
+      const free = MAX_IN_FLIGHT - (yield* FiberSet.size(inFlight))
+      if (free > 0) {
+        const claimed = yield* dispatcher.claim(free)
+        for (const delivery of claimed) yield* FiberSet.run(inFlight, dispatcher.deliver(delivery))
+        if (claimed.length === free) return
+      }
+      yield* wakeup.wait(WEBHOOK_POLL)
+    }).pipe(Effect.catchAllCause((cause) => Effect.zipRight(Effect.logError("Webhook dispatcher failed", cause), Effect.sleep(WEBHOOK_POLL))))
+    yield* Effect.forkScoped(Effect.forever(loop))
+  })
+)

@@ -1,0 +1,89 @@
+import * as SqlClient from "@effect/sql/SqlClient"
+import { Effect } from "effect"
+import * as Net from "node:net"
+import { NotFound, ValidationError } from "../domain/Errors.js"
+import { AppConfig } from "./AppConfig.js"
+import { generateSecret } from "./Credentials.js"
+import type { CurrentUserShape } from "./CurrentUser.js"
+import { now as clockNow } from "./ServiceClock.js"
+import { refusedAddress } from "./WebhookNetwork.js"
+
+const webhookJson = (sql: SqlClient.SqlClient) =>
+  sql`json_build_object('id', w.id, 'user_id', w.user_id, 'url', w.url, 'events', w.events, 'active', w.active,
+    'created_at', steady_iso(w.created_at), 'updated_at', steady_iso(w.updated_at))`
+
+/** Webhook registrations and their delivery log (spec §4.8, CONTRACT §8). */
+export class Webhooks extends Effect.Service<Webhooks>()("steady/Webhooks", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const config = yield* AppConfig
+
+    /** A literal address that can never be delivered to is refused when registered. */
+    const checkUrl = (url: string) => {
+      const host = new URL(url).hostname.replace(/^\[|\]$/g, "")
+      const reason = Net.isIP(host) !== 0 ? refusedAddress(host, config.webhookAllowPrivate) : undefined
+      return reason === undefined ? Effect.void : Effect.fail(ValidationError.field("url", `not allowed: ${reason}`))
+    }
+
+    const read = (user: CurrentUserShape, id: number) =>
+      Effect.gen(function*() {
+        const [row] = yield* Effect.orDie(sql<{ webhook: Record<string, unknown> }>`
+          SELECT ${webhookJson(sql)} AS webhook FROM webhooks w WHERE w.id = ${id} AND w.user_id = ${user.id}`)
+        if (row === undefined) return yield* Effect.fail(NotFound.of("Webhook"))
+        return row.webhook
+      })
+
+    const create = (user: CurrentUserShape, url: string, events: ReadonlyArray<string>) =>
+      Effect.gen(function*() {
+        yield* checkUrl(url)
+        const secret = generateSecret()
+        const at = (yield* clockNow).toISOString()
+        const [row] = yield* Effect.orDie(sql<{ id: number }>`
+          INSERT INTO webhooks (user_id, url, events, secret, created_at, updated_at)
+          VALUES (${user.id}, ${url}, ${JSON.stringify([...new Set(events)])}::jsonb, ${secret}, ${at}::timestamptz, ${at}::timestamptz)
+          RETURNING id`)
+        return { ...(yield* read(user, row!.id)), secret }
+      })
+
+    const list = (user: CurrentUserShape) =>
+      sql<{ webhook: unknown }>`SELECT ${webhookJson(sql)} AS webhook FROM webhooks w WHERE w.user_id = ${user.id} ORDER BY w.id`
+        .pipe(Effect.map((rows) => ({ webhooks: rows.map((r) => r.webhook) })), Effect.orDie)
+
+    const update = (
+      user: CurrentUserShape,
+      id: number,
+      patch: { readonly url?: string | undefined; readonly events?: ReadonlyArray<string> | undefined; readonly active?: boolean | undefined }
+    ) =>
+      Effect.gen(function*() {
+        yield* read(user, id)
+        if (patch.url !== undefined) yield* checkUrl(patch.url)
+        const at = (yield* clockNow).toISOString()
+        yield* Effect.orDie(sql`UPDATE webhooks SET
+            url = COALESCE(${patch.url ?? null}::text, url),
+            events = COALESCE(${patch.events === undefined ? null : JSON.stringify([...new Set(patch.events)])}::jsonb, events),
+            active = COALESCE(${patch.active ?? null}::boolean, active),
+            updated_at = ${at}::timestamptz
+          WHERE id = ${id} AND user_id = ${user.id}`)
+        return yield* read(user, id)
+      })
+
+    /** Deleting a webhook drops its pending deliveries and its log with it. */
+    const remove = (user: CurrentUserShape, id: number) =>
+      sql<{ id: number }>`DELETE FROM webhooks WHERE id = ${id} AND user_id = ${user.id} RETURNING id`.pipe(
+        Effect.orDie,
+        Effect.flatMap((rows) => rows.length === 0 ? Effect.fail(NotFound.of("Webhook")) : Effect.succeed({ deleted: true as const }))
+      )
+
+    const deliveries = (user: CurrentUserShape, id: number) =>
+      Effect.gen(function*() {
+        yield* read(user, id)
+        const rows = yield* Effect.orDie(sql`
+          SELECT id::int AS id, webhook_id, delivery_id, event, payload, status_code, error, attempt, success, duration_ms,
+                 steady_iso(created_at) AS created_at
+          FROM webhook_attempts WHERE webhook_id = ${id} ORDER BY id DESC LIMIT 50`)
+        return { deliveries: rows }
+      })
+
+    return { create, list, update, remove, deliveries } as const
+  })
+}) {}
