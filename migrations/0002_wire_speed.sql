@@ -126,3 +126,8 @@ AS $$ SELECT row_to_json(ROW(
 CREATE OR REPLACE FUNCTION steady_task_json(t tasks) RETURNS jsonb
 LANGUAGE sql STABLE PARALLEL SAFE
 AS $$ SELECT steady_task_wire(t)::jsonb $$;
+
+-- Every mutation clears the user's redo stack (DELETE FROM undo_entries WHERE user_id = $1
+-- AND undone). Undone entries are few, but without this index that statement scanned the
+-- whole undo log, which only grows: ~1 ms per write at 20,000 entries, linear beyond.
+CREATE INDEX undo_entries_undone ON undo_entries (user_id) WHERE undone;

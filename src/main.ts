@@ -7,6 +7,21 @@ import { ServiceLive } from "./Program.js"
 const logLevel = (name: string | undefined) =>
   LogLevel.allLevels.find((level) => level.label.toLowerCase() === (name ?? "info").toLowerCase()) ?? LogLevel.Info
 
+/**
+ * A stop signal often arrives twice: once from the terminal or service manager to the whole
+ * process group, and again relayed by npm/npx/tsx. runMain handles the first and then lets
+ * go, so the echo would kill the process mid-shutdown (embedded database still open, DATA_DIR
+ * lock left behind). Echoes within a few seconds are absorbed; a later signal still forces exit.
+ */
+let firstStopSignal: number | undefined
+const absorbEcho = (signal: NodeJS.Signals) => {
+  const at = performance.now()
+  if (firstStopSignal === undefined) firstStopSignal = at
+  else if (at - firstStopSignal > 3_000) process.exit(signal === "SIGINT" ? 130 : 143)
+}
+process.on("SIGINT", absorbEcho)
+process.on("SIGTERM", absorbEcho)
+
 Layer.launch(ServiceLive).pipe(
   Effect.catchIf(ConfigError.isConfigError, (error) =>
     Effect.sync(() => {

@@ -149,6 +149,7 @@ export const newTaskRow = (
         ...anchorsOf(checked.due_at, context.zone),
         target_at: autoTarget ? checked.deadline_at : checked.target_at,
         target_set_at: checked.target_at !== null ? now : null,
+        segment_targeted_at: checked.target_at,
         target_auto: autoTarget,
         deadline_at: checked.deadline_at,
         horizon: input.horizon ?? null,
@@ -249,13 +250,20 @@ export const patchTaskRow = (
     } else {
       out.target_at = v.target_at
       out.target_auto = false
-      if (v.target_at !== null && (current.target_set_at === null || patch.retarget === true)) out.target_set_at = now
+      if (v.target_at !== null && (current.target_set_at === null || patch.retarget === true)) {
+        out.target_set_at = now
+        // The first target date: stale-target age counts from it, so moving the target does not reset it.
+        out.segment_targeted_at = v.target_at
+      }
     }
   } else if (has("deadline_at") && current.target_auto === true) {
     out.target_at = v.deadline_at
     out.target_auto = v.deadline_at !== null
   }
-  if (patch.retarget === true && v.target_at !== null) out.target_set_at = now
+  if (patch.retarget === true && v.target_at !== null) {
+    out.target_set_at = now
+    out.segment_targeted_at = v.target_at
+  }
   if (has("horizon")) {
     out.horizon = patch.horizon ?? null
     if (patch.horizon !== current.horizon) out.horizon_set_at = patch.horizon === null ? null : now

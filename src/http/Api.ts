@@ -15,6 +15,9 @@ import { RemindersApi } from "./RemindersApi.js"
 import { TimeSlotsApi } from "./TimeSlotsApi.js"
 import { UndoApi } from "./UndoApi.js"
 import { WebhooksApi } from "./WebhooksApi.js"
+import { BulkApi } from "./BulkApi.js"
+import { PublicApi } from "./PublicApi.js"
+import { TriageApi } from "./TriageApi.js"
 import { SystemApi } from "./SystemApi.js"
 import { TasksApi } from "./TasksApi.js"
 
@@ -30,6 +33,9 @@ export class Api extends HttpApi.make("steady")
   .add(TimeSlotsApi)
   .add(UndoApi)
   .add(WebhooksApi)
+  .add(BulkApi)
+  .add(TriageApi)
+  .add(PublicApi)
   .add(ProjectsApi)
   .addError(ValidationErrorWire)
   .addError(UnauthorizedWire)

@@ -13,6 +13,9 @@ import { RemindersHttpLive } from "./RemindersHttp.js"
 import { TimeSlotsHttpLive } from "./TimeSlotsHttp.js"
 import { UndoHttpLive } from "./UndoHttp.js"
 import { WebhooksHttpLive } from "./WebhooksHttp.js"
+import { BulkHttpLive } from "./BulkHttp.js"
+import { PublicHttpLive } from "./PublicHttp.js"
+import { TriageHttpLive } from "./TriageHttp.js"
 import { AuthenticationLive } from "./Security.js"
 import { SystemHttpLive } from "./SystemHttp.js"
 import { TasksHttpLive } from "./TasksHttp.js"
@@ -22,7 +25,7 @@ import { TasksHttpLive } from "./TasksHttp.js"
  * services (see `ServicesLive`) but no server: a host program can mount it.
  */
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
-  Layer.provide([SystemHttpLive, SessionHttpLive, AccountHttpLive, TasksHttpLive, LifecycleHttpLive, QuotasHttpLive, RemindersHttpLive, TimeSlotsHttpLive, UndoHttpLive, WebhooksHttpLive, ProjectsHttpLive]),
+  Layer.provide([SystemHttpLive, SessionHttpLive, AccountHttpLive, TasksHttpLive, LifecycleHttpLive, QuotasHttpLive, RemindersHttpLive, TimeSlotsHttpLive, UndoHttpLive, WebhooksHttpLive, BulkHttpLive, TriageHttpLive, PublicHttpLive, ProjectsHttpLive]),
   Layer.provide(AuthenticationLive),
   Layer.provideMerge(ErrorEnvelopeLive)
 )

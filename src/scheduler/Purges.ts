@@ -8,6 +8,14 @@ export const WEBHOOK_LOG_RETENTION_DAYS = 7
 /** Retention sweeps run hourly; each is cheap when there is nothing to drop. */
 export const purgeSchedule = Schedule.spaced("1 hour")
 
+/** Spec §6: delivery logs are kept for 7 days; finished outbox rows go with them. */
+export const purgeWebhookLogs = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const cutoff = new Date((yield* clockNow).getTime() - WEBHOOK_LOG_RETENTION_DAYS * 86_400_000).toISOString()
+  yield* sql`DELETE FROM webhook_attempts WHERE created_at < ${cutoff}::timestamptz`
+  yield* sql`DELETE FROM webhook_deliveries WHERE status <> 'pending' AND finished_at < ${cutoff}::timestamptz`
+})
+
 export const PurgesLive = Layer.scopedDiscard(
   Effect.gen(function*() {
     const undo = yield* UndoService
@@ -16,12 +24,10 @@ export const PurgesLive = Layer.scopedDiscard(
       Effect.catchAllCause((cause) => Effect.logError("Undo purge failed", cause))
     )
     const sql = yield* SqlClient.SqlClient
-    // Spec §6: delivery logs are kept for 7 days.
-    const purgeDeliveries = Effect.gen(function*() {
-      const cutoff = new Date((yield* clockNow).getTime() - WEBHOOK_LOG_RETENTION_DAYS * 86_400_000).toISOString()
-      yield* sql`DELETE FROM webhook_attempts WHERE created_at < ${cutoff}::timestamptz`
-      yield* sql`DELETE FROM webhook_deliveries WHERE status <> 'pending' AND finished_at < ${cutoff}::timestamptz`
-    }).pipe(Effect.catchAllCause((cause) => Effect.logError("Webhook log purge failed", cause)))
+    const purgeDeliveries = purgeWebhookLogs.pipe(
+      Effect.provideService(SqlClient.SqlClient, sql),
+      Effect.catchAllCause((cause) => Effect.logError("Webhook log purge failed", cause))
+    )
     yield* Effect.forkScoped(Effect.repeat(Effect.zipRight(purge, purgeDeliveries), purgeSchedule))
   })
 )

@@ -1,7 +1,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import { ValidationError } from "../domain/Errors.js"
-import type { JsonValue } from "../domain/Json.js"
+import type { JsonValue, Row } from "../domain/Json.js"
 import { isQuota } from "../domain/TaskRules.js"
 import { type LastCompletion, planDone, planSkip, planSnooze, planUndone, stateOf } from "../domain/Lifecycle.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
@@ -11,6 +11,11 @@ import { CompletionsTable, TasksTable } from "./Tables.js"
 import { TaskQueries } from "./TaskQueries.js"
 
 const quoted = (title: unknown) => `'${String(title)}'`
+
+export interface SnoozeOptions {
+  readonly allowPastDeadline: boolean
+  readonly capAtDeadline: boolean
+}
 
 /** done, undone, skip-occurrence and snooze (spec §3), each one pass through the pipeline. */
 export class TaskLifecycle extends Effect.Service<TaskLifecycle>()("steady/TaskLifecycle", {
@@ -72,18 +77,26 @@ export class TaskLifecycle extends Effect.Service<TaskLifecycle>()("steady/TaskL
       Effect.map(queries.lockVisible(user, id), (row) =>
         isQuota({ progress_target: Number(row.progress_target), is_tracked: Boolean(row.is_tracked) }))
 
+    /** Marks a locked task done inside a transaction: shared by single and bulk done. */
+    const doneStep = (tx: Tx, zone: string, current: Row) =>
+      Effect.gen(function*() {
+        const id = Number(current.id)
+        const plan = yield* planDone(stateOf(current), zone, tx.now)
+        yield* tx.update(TasksTable, id, plan.writes)
+        yield* recordCompletion(tx, current, plan.dueAtWas, plan.dueAtNext)
+        tx.count("completions")
+        const task = yield* queries.wire(id)
+        tx.emit({ event: "task.completed", taskId: id, data: { task: task as JsonValue } })
+        return { ...task, was_recurring: plan.wasRecurring, next_due_at: plan.nextDueAt }
+      })
+
     const markDone = (user: CurrentUserShape, id: number) =>
       mutations.run({ user, action: "done" }, (tx) =>
         Effect.gen(function*() {
           const current = yield* queries.lockVisible(user, id)
-          const plan = yield* planDone(stateOf(current), user.timezone, tx.now)
-          yield* tx.update(TasksTable, id, plan.writes)
-          yield* recordCompletion(tx, current, plan.dueAtWas, plan.dueAtNext)
-          tx.count("completions")
-          const task = yield* queries.wire(id)
-          tx.emit({ event: "task.completed", taskId: id, data: { task: task as JsonValue } })
+          const result = yield* doneStep(tx, user.timezone, current)
           tx.describe(`Marked ${quoted(current.title)} done`)
-          return { ...task, was_recurring: plan.wasRecurring, next_due_at: plan.nextDueAt }
+          return result
         }))
 
     const undone = (user: CurrentUserShape, id: number) =>
@@ -103,41 +116,52 @@ export class TaskLifecycle extends Effect.Service<TaskLifecycle>()("steady/TaskL
           return task
         }))
 
+    /** Skips a locked task's occurrence inside a transaction. */
+    const skipStep = (tx: Tx, zone: string, current: Row) =>
+      Effect.gen(function*() {
+        const id = Number(current.id)
+        const plan = yield* planSkip(stateOf(current), zone, tx.now)
+        yield* tx.update(TasksTable, id, plan.writes)
+        const task = yield* queries.wire(id)
+        tx.emit({ event: "task.skipped", taskId: id, data: { task: task as JsonValue } })
+        const description = plan.nextDueAt !== null
+          ? `Skipped ${quoted(current.title)}; next occurrence ${plan.nextDueAt}`
+          : `Skipped ${quoted(current.title)}`
+        return { ...task, was_recurring: plan.wasRecurring, description }
+      })
+
     const skip = (user: CurrentUserShape, id: number) =>
       mutations.run({ user, action: "skip" }, (tx) =>
         Effect.gen(function*() {
           const current = yield* queries.lockVisible(user, id)
-          const plan = yield* planSkip(stateOf(current), user.timezone, tx.now)
-          yield* tx.update(TasksTable, id, plan.writes)
-          const task = yield* queries.wire(id)
-          tx.emit({ event: "task.skipped", taskId: id, data: { task: task as JsonValue } })
-          const description = plan.nextDueAt !== null
-            ? `Skipped ${quoted(current.title)}; next occurrence ${plan.nextDueAt}`
-            : `Skipped ${quoted(current.title)}`
-          tx.describe(description)
-          return { ...task, was_recurring: plan.wasRecurring, description }
+          const result = yield* skipStep(tx, user.timezone, current)
+          tx.describe(result.description)
+          return result
         }))
 
-    const snooze = (
-      user: CurrentUserShape,
-      id: number,
-      until: Date,
-      options: { readonly allowPastDeadline: boolean; readonly capAtDeadline: boolean }
-    ) =>
+    /** Snoozes a locked task inside a transaction. */
+    const snoozeStep = (tx: Tx, current: Row, until: Date, options: SnoozeOptions) =>
+      Effect.gen(function*() {
+        const id = Number(current.id)
+        const writes = yield* planSnooze(stateOf(current), until, options)
+        yield* tx.update(TasksTable, id, writes)
+        tx.count("snoozes")
+        const task = yield* queries.wire(id)
+        const previous = current.due_at ?? null
+        tx.emit({ event: "task.snoozed", taskId: id, data: { task: task as JsonValue, previous_due_at: previous } })
+        const description = `Snoozed ${quoted(current.title)} until ${String(task.due_at)}`
+        return { ...task, previous_due_at: previous, description }
+      })
+
+    const snooze = (user: CurrentUserShape, id: number, until: Date, options: SnoozeOptions) =>
       mutations.run({ user, action: "snooze" }, (tx) =>
         Effect.gen(function*() {
           const current = yield* queries.lockVisible(user, id)
-          const writes = yield* planSnooze(stateOf(current), until, options)
-          yield* tx.update(TasksTable, id, writes)
-          tx.count("snoozes")
-          const task = yield* queries.wire(id)
-          const previous = current.due_at ?? null
-          tx.emit({ event: "task.snoozed", taskId: id, data: { task: task as JsonValue, previous_due_at: previous } })
-          const description = `Snoozed ${quoted(current.title)} until ${String(task.due_at)}`
-          tx.describe(description)
-          return { ...task, previous_due_at: previous, description }
+          const result = yield* snoozeStep(tx, current, until, options)
+          tx.describe(result.description)
+          return result
         }))
 
-    return { done, undone, skip, snooze } as const
+    return { done, undone, skip, snooze, doneStep, skipStep, snoozeStep } as const
   })
 }) {}

@@ -6,6 +6,7 @@ import type { JsonValue } from "../domain/Json.js"
 import { type Direction, ordered, planStep } from "../domain/Undo.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { Mutations, type Tx } from "./Mutations.js"
+import { Quotas } from "./Quotas.js"
 import { now as clockNow } from "./ServiceClock.js"
 import { tablesByName } from "./Tables.js"
 import { TaskQueries } from "./TaskQueries.js"
@@ -30,6 +31,7 @@ export class UndoService extends Effect.Service<UndoService>()("steady/UndoServi
     const sql = yield* SqlClient.SqlClient
     const mutations = yield* Mutations
     const queries = yield* TaskQueries
+    const quotas = yield* Quotas
 
     const counts = (userId: number, sessionStartId: number | undefined) =>
       sql<{ undoable: number; redoable: number; latest: number | null }>`
@@ -82,8 +84,30 @@ export class UndoService extends Effect.Service<UndoService>()("steady/UndoServi
         }
       })
 
+    /**
+     * Closes the ended periods of the quotas the next entry touches, first (as a progress log
+     * does): a log undone after its period ended must not change that period's count (spec
+     * §4.6); the closed period moves progress_period_start, so the log's guard skips it.
+     */
+    const settlePeriods = (user: CurrentUserShape, direction: Direction) =>
+      Effect.gen(function*() {
+        const now = yield* clockNow
+        const ended = yield* Effect.orDie(sql<{ id: number }>`
+          SELECT t.id FROM tasks t
+          WHERE t.progress_period_end IS NOT NULL AND t.progress_period_end <= ${now.toISOString()}::timestamptz
+            AND NOT t.done AND t.deleted_at IS NULL
+            AND t.id IN (
+              SELECT (c->>'id')::int FROM undo_entries e, jsonb_array_elements(e.changes) c
+              WHERE e.id = (SELECT id FROM undo_entries WHERE user_id = ${user.id}
+                              AND ${direction === "undo" ? sql`NOT undone` : sql`undone`}
+                            ORDER BY id ${direction === "undo" ? sql`DESC` : sql`ASC`} LIMIT 1)
+                AND c->>'table' = 'tasks')
+          ORDER BY t.id`)
+        for (const { id } of ended) yield* quotas.rollover(id)
+      })
+
     const run = (user: CurrentUserShape, direction: Direction, sessionStartId: number | undefined) =>
-      mutations.run({ user, action: direction === "undo" ? "undo" : "redo", undoable: false }, (tx) =>
+      Effect.zipRight(settlePeriods(user, direction), mutations.run({ user, action: direction === "undo" ? "undo" : "redo", undoable: false }, (tx) =>
         Effect.gen(function*() {
           const [entry] = yield* Effect.orDie(
             direction === "undo"
@@ -104,7 +128,7 @@ export class UndoService extends Effect.Service<UndoService>()("steady/UndoServi
           yield* Effect.orDie(sql`UPDATE undo_entries SET undone = ${direction === "undo"} WHERE id = ${entry.id}`)
           tx.describe(`${direction === "undo" ? "Undid" : "Redid"}: ${entry.description}`)
           return entry
-        })).pipe(
+        }))).pipe(
           Effect.flatMap((entry) =>
             Effect.map(counts(user.id, sessionStartId), (c) => ({
               [direction === "undo" ? "undone_action" : "redone_action"]: entry.action,

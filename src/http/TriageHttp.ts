@@ -1,0 +1,41 @@
+import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { Effect } from "effect"
+import { CurrentUser } from "../services/CurrentUser.js"
+import { Exporter } from "../services/Exporter.js"
+import { Review } from "../services/Review.js"
+import { now } from "../services/ServiceClock.js"
+import { Triage } from "../services/Triage.js"
+import { Api } from "./Api.js"
+import { sendData } from "./Envelope.js"
+
+export const TriageHttpLive = HttpApiBuilder.group(Api, "triage", (handlers) =>
+  Effect.gen(function*() {
+    const triage = yield* Triage
+    const review = yield* Review
+    const exporter = yield* Exporter
+    return handlers
+      .handle("process", () => Effect.flatMap(CurrentUser, triage.process).pipe(Effect.map((r) => sendData(r))))
+      .handle("review", () => Effect.flatMap(CurrentUser, review.start).pipe(Effect.map((r) => sendData(r))))
+      .handle("executeReview", ({ payload }) =>
+        Effect.flatMap(CurrentUser, (user) => review.execute(user, payload.session_id, payload.actions)).pipe(
+          Effect.map((r) => sendData(r))
+        ))
+      .handle("export", ({ urlParams }) =>
+        Effect.gen(function*() {
+          const user = yield* CurrentUser
+          const day = (yield* now).toISOString().slice(0, 10)
+          if (urlParams.format === "csv") {
+            const type = urlParams.type!
+            const body = yield* exporter.csv(user, type)
+            return HttpServerResponse.stream(body, {
+              contentType: "text/csv; charset=utf-8",
+              headers: { "content-disposition": `attachment; filename="steady-${type}-${day}.csv"` }
+            })
+          }
+          const body = yield* exporter.json(user)
+          return HttpServerResponse.stream(body, {
+            contentType: "application/json",
+            headers: { "content-disposition": `attachment; filename="steady-export-${day}.json"` }
+          })
+        }))
+  }))

@@ -1,0 +1,208 @@
+import * as SqlClient from "@effect/sql/SqlClient"
+import { Effect, Either } from "effect"
+import { type BulkCounts, type BulkEditPayload, emptyCounts, HIGH, URGENT } from "../domain/Bulk.js"
+import { ValidationError } from "../domain/Errors.js"
+import type { JsonValue, Row } from "../domain/Json.js"
+import type { TaskPatch } from "../domain/Task.js"
+import { isQuota, patchTaskRow, QUOTA_NEEDS_PERIOD, visibleFields } from "../domain/TaskRules.js"
+import type { CurrentUserShape } from "./CurrentUser.js"
+import { Mutations, type Tx } from "./Mutations.js"
+import { Quotas } from "./Quotas.js"
+import { normalizeRow, TasksTable } from "./Tables.js"
+import { TaskLifecycle } from "./TaskLifecycle.js"
+import { TaskQueries } from "./TaskQueries.js"
+
+const quota = (row: Row) => isQuota({ progress_target: Number(row.progress_target), is_tracked: Boolean(row.is_tracked) })
+
+/**
+ * Bulk done, snooze, snooze-overdue and edit (spec §4.3). Each is one transaction and one
+ * undo entry, built from the same steps as the single-task actions. Ids the caller cannot
+ * see are counted as skipped and never touched or revealed.
+ */
+export class BulkActions extends Effect.Service<BulkActions>()("steady/BulkActions", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const mutations = yield* Mutations
+    const queries = yield* TaskQueries
+    const lifecycle = yield* TaskLifecycle
+    const quotas = yield* Quotas
+
+    /** The visible rows among `ids`, locked, in id order. */
+    const lockMany = (user: CurrentUserShape, ids: ReadonlyArray<number>) =>
+      sql<{ row: Record<string, unknown> }>`
+        SELECT to_jsonb(t) AS row FROM tasks t
+        WHERE t.id IN ${sql.in([...ids])} AND ${queries.visible(user.id)}
+        ORDER BY t.id FOR UPDATE OF t`.pipe(
+        Effect.map((rows) => rows.map((r) => normalizeRow(TasksTable, r.row))),
+        Effect.orDie
+      )
+
+    const unique = (ids: ReadonlyArray<number>) => [...new Set(ids)]
+
+    /** Runs a step; a refusal (400) counts the task as skipped instead of failing the batch. */
+    const attempt = <A>(step: Effect.Effect<A, ValidationError>) => Effect.either(step)
+
+    const done = (user: CurrentUserShape, ids: ReadonlyArray<number>, closePeriod: boolean) =>
+      Effect.gen(function*() {
+        const wanted = unique(ids)
+        const preview = yield* lockMany(user, wanted)
+        if (!closePeriod && preview.length > 0 && preview.every(quota)) {
+          return yield* Effect.fail(
+            ValidationError.field("ids", "Every task in the batch is a quota; send close_period: true to close their periods")
+          )
+        }
+        if (closePeriod) for (const row of preview.filter(quota)) yield* quotas.rollover(Number(row.id))
+        const settings = yield* quotas.settingsOf(user.id)
+        return yield* mutations.run({ user, action: "bulk_done" }, (tx) =>
+          Effect.gen(function*() {
+            const counts = { ...emptyCounts(), quota_skipped: 0 }
+            const rows = yield* lockMany(user, wanted)
+            counts.tasks_skipped += wanted.length - rows.length
+            for (const row of rows) {
+              if (quota(row)) {
+                if (!closePeriod || row.deleted_at !== null) {
+                  counts.quota_skipped++
+                  continue
+                }
+                yield* quotas.closeEarly(tx, row, settings)
+                counts.tasks_affected++
+                continue
+              }
+              const result = yield* attempt(lifecycle.doneStep(tx, user.timezone, row))
+              if (Either.isLeft(result)) counts.tasks_skipped++
+              else counts.tasks_affected++
+            }
+            tx.describe(`Marked ${counts.tasks_affected} task(s) done`)
+            return counts
+          }))
+      })
+
+    const snoozeRows = (tx: Tx, rows: ReadonlyArray<Row>, until: Date, counts: BulkCounts) =>
+      Effect.gen(function*() {
+        for (const row of rows) {
+          if (row.is_reminder === true) {
+            counts.skipped_reminders++
+            continue
+          }
+          if (quota(row) || row.done === true || row.deleted_at !== null) {
+            counts.tasks_skipped++
+            continue
+          }
+          const result = yield* attempt(lifecycle.snoozeStep(tx, row, until, { allowPastDeadline: false, capAtDeadline: false }))
+          if (Either.isLeft(result)) {
+            if (row.deadline_at !== null && until.toISOString() > String(row.deadline_at)) counts.skipped_deadline++
+            else counts.tasks_skipped++
+            continue
+          }
+          counts.tasks_affected++
+          if (Number(row.priority) === HIGH) counts.snoozed_high++
+        }
+      })
+
+    const snooze = (user: CurrentUserShape, ids: ReadonlyArray<number>, until: Date) =>
+      mutations.run({ user, action: "bulk_snooze" }, (tx) =>
+        Effect.gen(function*() {
+          const counts = emptyCounts()
+          const wanted = unique(ids)
+          const rows = yield* lockMany(user, wanted)
+          counts.tasks_skipped += wanted.length - rows.length
+          yield* snoozeRows(tx, rows, until, counts)
+          tx.describe(`Snoozed ${counts.tasks_affected} task(s) until ${until.toISOString()}`)
+          return counts
+        }))
+
+    /** Every overdue task (the one overdue definition) except P4, which is always left. */
+    const snoozeOverdue = (user: CurrentUserShape, until: Date) =>
+      mutations.run({ user, action: "bulk_snooze" }, (tx) =>
+        Effect.gen(function*() {
+          const counts = emptyCounts()
+          const overdue = yield* Effect.orDie(sql<{ row: Record<string, unknown> }>`
+            SELECT to_jsonb(t) AS row FROM tasks t WHERE ${queries.overdue(user.id, tx.now)}
+            ORDER BY t.id FOR UPDATE OF t`)
+          const rows = overdue.map((r) => normalizeRow(TasksTable, r.row))
+          const urgent = rows.filter((r) => Number(r.priority) >= URGENT)
+          counts.skipped_urgent = urgent.length
+          yield* snoozeRows(tx, rows.filter((r) => Number(r.priority) < URGENT), until, counts)
+          tx.describe(`Snoozed ${counts.tasks_affected} overdue task(s) until ${until.toISOString()}`)
+          return counts
+        }))
+
+    const edit = (user: CurrentUserShape, payload: BulkEditPayload) =>
+      mutations.run({ user, action: "bulk_edit" }, (tx) =>
+        Effect.gen(function*() {
+          const counts = emptyCounts()
+          const wanted = unique([...payload.ids, ...(payload.include_task_ids ?? [])])
+          const changes = payload.changes ?? {}
+          if (changes.project_id !== undefined) {
+            const usable = yield* queries.projectUsable(user, changes.project_id)
+            if (usable._tag === "None") return yield* Effect.fail(ValidationError.field("changes.project_id", "Project not found"))
+          }
+          const rows = yield* lockMany(user, wanted)
+          counts.tasks_skipped += wanted.length - rows.length
+          const dated = new Set(payload.date_task_ids ?? [])
+          const allowPast = new Set(payload.allow_past_deadline_ids ?? [])
+          const cap = new Set(payload.cap_at_deadline_ids ?? [])
+          const settings = yield* quotas.settingsOf(user.id)
+          for (const row of rows) {
+            const id = Number(row.id)
+            const patch: { -readonly [K in keyof TaskPatch]: TaskPatch[K] } = {}
+            for (const [key, value] of Object.entries(changes)) {
+              if (value !== undefined) (patch as Record<string, unknown>)[key] = value
+            }
+            const perTask = payload.per_task?.[String(id)]
+            if (perTask !== undefined) patch.rrule = perTask.rrule
+            if (dated.has(id) && payload.delta_minutes !== undefined && payload.delta_minutes !== 0) {
+              if (row.due_at === null || quota(row)) {
+                counts.skipped_no_due_date++
+                continue
+              }
+              patch.due_at = new Date(new Date(String(row.due_at)).getTime() + payload.delta_minutes * 60_000)
+            }
+            if (allowPast.has(id)) patch.allow_past_deadline = true
+            if (cap.has(id)) patch.cap_at_deadline = true
+            const planned = patchTaskRow(row, patch, { now: tx.now, zone: settings.zone })
+            if (Either.isLeft(planned)) {
+              const error = planned.left
+              // Quota rule 3: one quota left without a period refuses the whole batch.
+              if (Object.values(error.details).includes(QUOTA_NEEDS_PERIOD)) return yield* Effect.fail(error)
+              if (/deadline/.test(error.message)) counts.skipped_deadline++
+              else counts.tasks_skipped++
+              continue
+            }
+            const writes = planned.right
+            if (patch.cap_at_deadline === true) {
+              const capped = (patch.due_at !== undefined && patch.due_at !== null && writes.due_at !== patch.due_at.toISOString()) ||
+                (patch.target_at !== undefined && patch.target_at !== null && writes.target_at !== patch.target_at.toISOString())
+              if (capped) counts.capped_deadline++
+            }
+            const fields = visibleFields(yield* tx.update(TasksTable, id, writes))
+            if (fields.length > 0) {
+              const task = yield* queries.wire(id)
+              tx.emit({ event: "task.updated", taskId: id, data: { task: task as JsonValue, fields_changed: [...fields] } })
+            }
+            counts.tasks_affected++
+          }
+          tx.describe(`Edited ${counts.tasks_affected} task(s)`)
+          return counts
+        }))
+
+    /** Review's skip action: one undo entry over several skips. */
+    const skip = (user: CurrentUserShape, ids: ReadonlyArray<number>) =>
+      mutations.run({ user, action: "skip" }, (tx) =>
+        Effect.gen(function*() {
+          const counts = emptyCounts()
+          const wanted = unique(ids)
+          const rows = yield* lockMany(user, wanted)
+          counts.tasks_skipped += wanted.length - rows.length
+          for (const row of rows) {
+            const result = yield* attempt(lifecycle.skipStep(tx, user.timezone, row))
+            if (Either.isLeft(result)) counts.tasks_skipped++
+            else counts.tasks_affected++
+          }
+          tx.describe(`Skipped ${counts.tasks_affected} occurrence(s)`)
+          return counts
+        }))
+
+    return { done, snooze, snoozeOverdue, edit, skip } as const
+  })
+}) {}

@@ -1,0 +1,100 @@
+import * as SqlClient from "@effect/sql/SqlClient"
+import { Effect, Option, Stream } from "effect"
+import { csvRow } from "../domain/Csv.js"
+import { Task } from "../domain/Task.js"
+import { Project } from "../domain/Project.js"
+import type { CurrentUserShape } from "./CurrentUser.js"
+import { now as clockNow } from "./ServiceClock.js"
+
+/** Rows are read in pages of this many, so an export never holds a whole table in memory. */
+export const EXPORT_PAGE = 1000
+
+const TASK_COLUMNS = Object.keys(Task.fields)
+const PROJECT_COLUMNS = Object.keys(Project.fields)
+
+const encoder = new TextEncoder()
+
+type Table = "tasks" | "projects" | "completions"
+
+/** GET /api/export: streamed JSON or CSV of the caller's own data (spec §4.5). */
+export class Exporter extends Effect.Service<Exporter>()("steady/Exporter", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    const page = (table: Table, userId: number, after: number, now: Date) => {
+      switch (table) {
+        case "tasks":
+          return sql<{ id: number; json: string }>`SELECT t.id, steady_task_json(t)::text AS json FROM tasks t
+            WHERE t.user_id = ${userId} AND t.id > ${after} ORDER BY t.id LIMIT ${EXPORT_PAGE}`
+        case "projects":
+          return sql<{ id: number; json: string }>`SELECT p.id, json_build_object(
+              'id', p.id, 'name', p.name, 'owner_id', p.owner_id, 'shared', p.shared, 'sort_order', p.sort_order,
+              'color', p.color, 'description', p.description, 'is_inbox', p.is_inbox,
+              'active_count', (SELECT count(*) FROM tasks t WHERE t.project_id = p.id AND NOT t.done
+                                 AND t.deleted_at IS NULL AND t.archived_at IS NULL)::int,
+              'overdue_count', (SELECT count(*) FROM tasks t WHERE t.project_id = p.id AND NOT t.done
+                                 AND t.deleted_at IS NULL AND t.archived_at IS NULL AND NOT t.is_reminder
+                                 AND NOT t.is_tracked AND t.progress_target <= 1
+                                 AND t.due_at < ${now.toISOString()}::timestamptz)::int,
+              'created_at', steady_iso(p.created_at))::text AS json
+            FROM projects p WHERE p.owner_id = ${userId} AND p.id > ${after} ORDER BY p.id LIMIT ${EXPORT_PAGE}`
+        case "completions":
+          return sql<{ id: number; json: string }>`SELECT c.id, json_build_object(
+              'id', c.id, 'task_id', c.task_id, 'user_id', c.user_id, 'completed_at', steady_iso(c.completed_at),
+              'due_at_was', steady_iso(c.due_at_was), 'due_at_next', steady_iso(c.due_at_next), 'task_title', c.task_title,
+              'project_id', c.project_id, 'is_reminder', c.is_reminder, 'is_tracked', c.is_tracked,
+              'progress_target', c.progress_target)::text AS json
+            FROM completions c WHERE c.user_id = ${userId} AND c.id > ${after} ORDER BY c.id LIMIT ${EXPORT_PAGE}`
+      }
+    }
+
+    /** Every row of a table as JSON text, a page at a time (keyset paging by id). */
+    const rows = (table: Table, userId: number, now: Date): Stream.Stream<string> =>
+      Stream.paginateEffect(0, (after: number) =>
+        page(table, userId, after, now).pipe(
+          Effect.orDie,
+          Effect.map((batch) => {
+            const last = batch.at(-1)
+            const next: Option.Option<number> = batch.length === EXPORT_PAGE && last !== undefined
+              ? Option.some(last.id)
+              : Option.none()
+            return [batch.map((r) => r.json), next] as const
+          })
+        )
+      ).pipe(Stream.flatMap((batch: ReadonlyArray<string>) => Stream.fromIterable(batch)))
+
+    const jsonArray = (table: Table, userId: number, now: Date) =>
+      Stream.concat(
+        Stream.make("["),
+        Stream.concat(rows(table, userId, now).pipe(Stream.zipWithIndex, Stream.map(([json, i]) => (i === 0 ? json : `,${json}`))), Stream.make("]"))
+      )
+
+    const json = (user: CurrentUserShape) =>
+      Effect.map(clockNow, (now) =>
+        Stream.flatten(
+          Stream.make(
+            Stream.make(`{"data":{"tasks":`),
+            jsonArray("tasks", user.id, now),
+            Stream.make(`,"projects":`),
+            jsonArray("projects", user.id, now),
+            Stream.make(`,"completions":`),
+            jsonArray("completions", user.id, now),
+            Stream.make(`,"exported_at":${JSON.stringify(now.toISOString())}}}`)
+          )
+        ).pipe(Stream.map((text) => encoder.encode(text))))
+
+    const csv = (user: CurrentUserShape, type: "tasks" | "projects") =>
+      Effect.map(clockNow, (now) => {
+        const columns = type === "tasks" ? TASK_COLUMNS : PROJECT_COLUMNS
+        return Stream.concat(
+          Stream.make(csvRow(columns)),
+          rows(type, user.id, now).pipe(Stream.map((text: string) => {
+            const record = JSON.parse(text) as Record<string, unknown>
+            return csvRow(columns.map((c) => record[c]))
+          }))
+        ).pipe(Stream.map((text) => encoder.encode(text)))
+      })
+
+    return { json, csv } as const
+  })
+}) {}
