@@ -4,8 +4,9 @@
  * database by itself.
  */
 export { Api } from "./http/Api.js"
-export { ApiLive, HttpServerLive, makeNodeServer } from "./http/HttpLive.js"
-export { errorResponse, ErrorEnvelopeLive, MAX_BODY_BYTES } from "./http/ErrorResponses.js"
+export { ApiLive, GroupsLive, HttpServerLive, makeNodeServer } from "./http/HttpLive.js"
+export { errorResponse, ErrorEnvelopeLive, MAX_BODY_BYTES, withErrorEnvelope } from "./http/ErrorResponses.js"
+export { SchedulerLive } from "./scheduler/SchedulerLive.js"
 export { Authentication, AuthenticationLive } from "./http/Security.js"
 export { AppConfig, appConfig, type AppConfigShape } from "./services/AppConfig.js"
 export { DatabaseLive, layerEmbedded, layerPgServer } from "./services/Database.js"

@@ -1,4 +1,5 @@
 import {
+  type HttpApp,
   HttpApiBuilder,
   HttpApiError,
   HttpIncomingMessage,
@@ -73,11 +74,11 @@ export const errorResponse = (cause: Cause.Cause<unknown>) =>
   })
 
 /**
- * API-level middleware: runs around the router, before HttpApi's own error encoder, so
- * decode errors, unknown routes, malformed JSON and oversized bodies all leave in our
- * envelope, and nothing unexpected leaves as a stack trace.
+ * Runs around the router, before HttpApi's own error encoder, so decode errors, unknown
+ * routes, malformed JSON and oversized bodies all leave in our envelope, and nothing
+ * unexpected leaves as a stack trace.
  */
-export const ErrorEnvelopeLive = HttpApiBuilder.middleware((app) =>
+export const withErrorEnvelope = <E, R>(app: HttpApp.Default<E, R>) =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const length = Number(request.headers["content-length"] ?? "0")
@@ -89,4 +90,6 @@ export const ErrorEnvelopeLive = HttpApiBuilder.middleware((app) =>
       Effect.catchAllCause(errorResponse)
     )
   })
-)
+
+/** The envelope as an HttpApi-level middleware, for the server this package runs itself. */
+export const ErrorEnvelopeLive = HttpApiBuilder.middleware(withErrorEnvelope)

@@ -24,9 +24,25 @@ import { TasksHttpLive } from "./TasksHttp.js"
  * The API with every group's handlers, auth and the error envelope. It needs the
  * services (see `ServicesLive`) but no server: a host program can mount it.
  */
+export const GroupsLive = Layer.mergeAll(
+  SystemHttpLive,
+  SessionHttpLive,
+  AccountHttpLive,
+  TasksHttpLive,
+  LifecycleHttpLive,
+  QuotasHttpLive,
+  RemindersHttpLive,
+  TimeSlotsHttpLive,
+  UndoHttpLive,
+  WebhooksHttpLive,
+  BulkHttpLive,
+  TriageHttpLive,
+  PublicHttpLive,
+  ProjectsHttpLive
+).pipe(Layer.provide(AuthenticationLive))
+
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
-  Layer.provide([SystemHttpLive, SessionHttpLive, AccountHttpLive, TasksHttpLive, LifecycleHttpLive, QuotasHttpLive, RemindersHttpLive, TimeSlotsHttpLive, UndoHttpLive, WebhooksHttpLive, BulkHttpLive, TriageHttpLive, PublicHttpLive, ProjectsHttpLive]),
-  Layer.provide(AuthenticationLive),
+  Layer.provide(GroupsLive),
   Layer.provideMerge(ErrorEnvelopeLive)
 )
 

@@ -30,10 +30,13 @@ export const lockDataDir = (dataDir: string) =>
           } catch (error) {
             if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error
             const holder = Number(Fs.readFileSync(file, "utf8").trim())
-            if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && isAlive(holder)) {
+            // Our own pid means a second open in this very process: as harmful as another process.
+            if (Number.isInteger(holder) && holder > 0 && isAlive(holder)) {
               throw new DataDirLocked({
-                message: `The data directory ${Path.resolve(dataDir)} is in use by another Steady process (pid ${holder}). ` +
-                  "Stop it first, or point DATA_DIR elsewhere."
+                message: holder === process.pid
+                  ? `The data directory ${Path.resolve(dataDir)} is already open in this process.`
+                  : `The data directory ${Path.resolve(dataDir)} is in use by another Steady process (pid ${holder}). ` +
+                    "Stop it first, or point DATA_DIR elsewhere."
               })
             }
             Fs.rmSync(file, { force: true })
