@@ -186,6 +186,9 @@ describe("authentication", () => {
       expect(setCookie).toMatch(/;\s*HttpOnly/i)
       expect(setCookie).toMatch(/;\s*SameSite=Lax/i)
       expect(setCookie).toMatch(/;\s*Path=\//i)
+      // A 30-day lifetime, independent of the (possibly shifted) service clock.
+      expect(setCookie).toMatch(/;\s*Max-Age=2592000(;|$)/i)
+      expect(setCookie).not.toMatch(/Expires=/i)
       expect(res.body.data.user).toEqual({ id: alice.id, username: "alice", timezone: "UTC", week_start: "sunday" })
       expect(res.body.data.expires_at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/)
       // The cookie secret is not the token and is stored only as a digest.

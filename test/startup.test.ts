@@ -5,7 +5,9 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import Pg from "pg"
+import { ConfigProvider, Effect, Either } from "effect"
 import { afterAll, describe, expect, it } from "vitest"
+import { appConfig, formatConfigError } from "../src/services/AppConfig.js"
 import { freshDatabase, serverUrl, type TestDatabase } from "./support/database.js"
 import { makeClient } from "./support/service.js"
 
@@ -51,6 +53,16 @@ const signalGroup = (child: ChildProcess, signal: NodeJS.Signals) => {
   }
 }
 
+const groupAlive = (child: ChildProcess) => {
+  if (child.pid === undefined) return false
+  try {
+    process.kill(-child.pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
 const start = (script: "src/main.ts" | "src/cli.ts", args: ReadonlyArray<string>, env: Record<string, string>): Spawned => {
   const child = spawn("npx", ["tsx", script, ...args], {
     cwd: ROOT,
@@ -70,11 +82,11 @@ const start = (script: "src/main.ts" | "src/cli.ts", args: ReadonlyArray<string>
     exited,
     stop: async () => {
       signalGroup(child, "SIGTERM")
-      const timer = setTimeout(() => signalGroup(child, "SIGKILL"), 10_000)
       const code = await exited
-      clearTimeout(timer)
-      // Let grandchildren finish their own shutdown.
-      await new Promise((r) => setTimeout(r, 200))
+      // npx may exit before the node process under it has finished shutting down (and
+      // released DATA_DIR): wait for the whole group, then kill whatever is left.
+      const deadline = Date.now() + 15_000
+      while (groupAlive(child) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
       signalGroup(child, "SIGKILL")
       return code
     }
@@ -173,7 +185,8 @@ const suiteDatabase = async (): Promise<{ env: Record<string, string>; query: (t
   }
 }
 
-describe("bad configuration", () => {
+// Each case is its own short-lived process, so they run side by side.
+describe.concurrent("bad configuration", () => {
   it("stops with one clear line per bad variable and a non-zero exit code", async () => {
     const dir = tempDir()
     dirs.push(dir)
@@ -205,7 +218,7 @@ describe("bad configuration", () => {
   }, 120_000)
 
   it.each([
-    ["SERVICE_NOW", "2030-13-45T00:00:00Z"],
+    ["SERVICE_NOW", "2030-02-30T12:00:00Z"],
     ["PORT", "http"],
     ["SERVICE_DEFAULT_TIMEZONE", "Mars/Base"]
   ])("a single bad %s is named on one line", async (name, value) => {
@@ -232,6 +245,78 @@ describe("bad configuration", () => {
     expect(lines.filter((l) => l.includes("SERVICE_NOW"))).toHaveLength(1)
     expect(lines.filter((l) => l.includes("SERVICE_AI_PROVIDER"))).toHaveLength(1)
     expect(lines.every((l) => l.startsWith("Invalid configuration: "))).toBe(true)
+  })
+})
+
+describe("configuration parsing", () => {
+  const load = (vars: Record<string, string>) =>
+    Effect.runSync(Effect.either(Effect.withConfigProvider(appConfig, ConfigProvider.fromMap(new Map(Object.entries(vars))))))
+
+  it("reports every bad variable once, on its own line, named first", () => {
+    const bad = {
+      PORT: "99999",
+      DATABASE_URL: "http://db.example/steady",
+      SERVICE_PROXY_TRUSTED_IPS: "10.0.0.0/33",
+      SERVICE_DEFAULT_TIMEZONE: "Europe/Atlantis",
+      SERVICE_NOW: "2030-04-31T00:00:00Z",
+      SERVICE_WEBHOOK_ALLOW_PRIVATE: "perhaps",
+      SERVICE_AI_PROVIDER: "gemini"
+    }
+    const result = load(bad)
+    expect(Either.isLeft(result)).toBe(true)
+    if (Either.isRight(result)) return
+    const lines = formatConfigError(result.left)
+    expect(lines).toHaveLength(Object.keys(bad).length)
+    for (const name of Object.keys(bad)) {
+      expect(lines.filter((l) => l.startsWith(`${name}: `)), name).toHaveLength(1)
+    }
+    for (const line of lines) expect(line).not.toContain("\n")
+  })
+
+  it.each([
+    ["2030-06-15T12:00:00Z", "2030-06-15T12:00:00.000Z"],
+    ["2030-06-15T12:00:00.250+02:00", "2030-06-15T10:00:00.250Z"],
+    ["2028-02-29T00:00:00Z", "2028-02-29T00:00:00.000Z"]
+  ])("SERVICE_NOW=%s is the instant %s", (value, instant) => {
+    const result = load({ SERVICE_NOW: value })
+    expect(Either.isRight(result)).toBe(true)
+    if (Either.isLeft(result)) return
+    expect(result.right.serviceNow._tag).toBe("Some")
+    expect(result.right.serviceNow.pipe((o) => (o._tag === "Some" ? o.value.toISOString() : undefined))).toBe(instant)
+  })
+
+  it.each(["yesterday", "2030-02-30T00:00:00Z", "2030-02-29T00:00:00Z", "2030-06-15", "2030-06-15T12:00", "2030-06-15T25:00:00Z", "1718450000000"])(
+    "SERVICE_NOW=%s is refused",
+    (value) => {
+      const result = load({ SERVICE_NOW: value })
+      expect(Either.isLeft(result)).toBe(true)
+      if (Either.isRight(result)) return
+      const lines = formatConfigError(result.left)
+      expect(lines).toHaveLength(1)
+      expect(lines[0]).toMatch(/^SERVICE_NOW: /)
+    }
+  )
+
+  it("the defaults need no variables at all", () => {
+    const result = load({})
+    expect(Either.isRight(result)).toBe(true)
+    if (Either.isLeft(result)) return
+    expect(result.right).toMatchObject({
+      port: 3000,
+      host: "127.0.0.1",
+      dataDir: "./data",
+      defaultTimezone: "UTC",
+      webhookAllowPrivate: true,
+      aiProvider: "off",
+      logLevel: "info"
+    })
+    expect(result.right.databaseUrl._tag).toBe("None")
+    expect(result.right.proxyAuthHeader._tag).toBe("None")
+    expect(result.right.serviceNow._tag).toBe("None")
+    expect(result.right.proxyTrustedIps).toEqual([
+      { address: "127.0.0.1", prefix: 8, family: "ipv4" },
+      { address: "::1", prefix: 128, family: "ipv6" }
+    ])
   })
 })
 
@@ -349,13 +434,16 @@ describe("the CLI against the suite's database", () => {
   }, 120_000)
 
   it("usage errors are clear and print no token", async () => {
-    const dir = tempDir()
-    dirs.push(dir)
-    const missing = await runToEnd("src/cli.ts", ["create-token"], { DATA_DIR: dir })
+    // Separate directories: each CLI run holds its directory's lock while it runs.
+    const [one, two] = [tempDir(), tempDir()]
+    dirs.push(one, two)
+    const [missing, zone] = await Promise.all([
+      runToEnd("src/cli.ts", ["create-token"], { DATA_DIR: one }),
+      runToEnd("src/cli.ts", ["create-token", "--user", "x", "--timezone", "Mars/Base"], { DATA_DIR: two })
+    ])
     expect(missing.code).not.toBe(0)
     expect(missing.stderr).toContain("--user is required")
     expect(missing.stdout).not.toMatch(/[0-9a-f]{64}/)
-    const zone = await runToEnd("src/cli.ts", ["create-token", "--user", "x", "--timezone", "Mars/Base"], { DATA_DIR: dir })
     expect(zone.code).not.toBe(0)
     expect(zone.stderr).toContain("Mars/Base")
   })

@@ -82,11 +82,12 @@ export const BulkChanges = Schema.Struct({
 export const BulkEditPayload = Schema.Struct({
   ids: Ids,
   changes: Schema.optional(BulkChanges),
+  // A refined record key only picks matching keys and drops the rest silently; a key that is
+  // not a task id must be a 400 (CONTRACT §6), so the keys are checked as a whole.
   per_task: Schema.optional(
-    Schema.Record({
-      key: Schema.String.pipe(Schema.pattern(/^\d{1,10}$/, { message: () => "keys must be task ids" })),
-      value: Schema.Struct({ rrule: Schema.NullOr(RRuleText) })
-    })
+    Schema.Record({ key: Schema.String, value: Schema.Struct({ rrule: Schema.NullOr(RRuleText) }) }).pipe(
+      Schema.filter((m) => Object.keys(m).every((k) => /^\d{1,10}$/.test(k)) || "keys must be task ids")
+    )
   ),
   include_task_ids: Schema.optional(OptionalIds),
   allow_past_deadline_ids: Schema.optional(OptionalIds),

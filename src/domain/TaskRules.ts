@@ -190,7 +190,9 @@ export const patchTaskRow = (
   const has = <K extends keyof TaskPatch>(k: K) => patch[k] !== undefined
   const view: RuleView = {
     due_at: has("due_at") ? iso(patch.due_at) : str(current.due_at),
-    target_at: has("target_at") ? iso(patch.target_at) : str(current.target_at),
+    // An automatic target is derived from the deadline, so the deadline rule never refuses it:
+    // it follows a moved deadline (below) instead.
+    target_at: has("target_at") ? iso(patch.target_at) : current.target_auto === true ? null : str(current.target_at),
     deadline_at: has("deadline_at") ? iso(patch.deadline_at) : str(current.deadline_at),
     rrule: has("rrule") ? (patch.rrule?.trim() ?? null) : str(current.rrule),
     is_reminder: Boolean(current.is_reminder),
@@ -256,7 +258,8 @@ export const patchTaskRow = (
         out.segment_targeted_at = v.target_at
       }
     }
-  } else if (has("deadline_at") && current.target_auto === true) {
+  } else if (has("deadline_at") && (current.target_auto === true || current.target_at === null)) {
+    // A deadline on a task without an explicit target gives it an automatic one (CONTRACT §7).
     out.target_at = v.deadline_at
     out.target_auto = v.deadline_at !== null
   }

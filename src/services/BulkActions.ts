@@ -169,11 +169,25 @@ export class BulkActions extends Effect.Service<BulkActions>()("steady/BulkActio
               else counts.tasks_skipped++
               continue
             }
-            const writes = planned.right
+            const writes = { ...planned.right }
             if (patch.cap_at_deadline === true) {
-              const capped = (patch.due_at !== undefined && patch.due_at !== null && writes.due_at !== patch.due_at.toISOString()) ||
-                (patch.target_at !== undefined && patch.target_at !== null && writes.target_at !== patch.target_at.toISOString())
+              // The date the edit asked for (or kept): a written date that differs was clamped,
+              // whether the date itself moved or a new deadline came before it.
+              const wanted = (field: "due_at" | "target_at") => {
+                const value = patch[field]
+                return value === undefined ? (row[field] ?? null) : value === null ? null : value.toISOString()
+              }
+              const deadline = "deadline_at" in writes ? writes.deadline_at : (row.deadline_at ?? null)
+              const clamped = (field: "due_at" | "target_at") =>
+                field in writes && deadline !== null && writes[field] === deadline && wanted(field) !== deadline
+              const capped = clamped("due_at") || (writes.target_auto !== true && clamped("target_at"))
               if (capped) counts.capped_deadline++
+            }
+            // A quota whose period rule changes starts the period of its new rule, as in a single edit.
+            if (quota(row) && "rrule" in writes && writes.rrule !== row.rrule) {
+              const period = quotas.initialPeriod((writes.rrule ?? null) as string | null, settings, tx.now)
+              writes.progress_period_start = period === undefined ? null : period.start.toISOString()
+              writes.progress_period_end = period === undefined ? null : period.end.toISOString()
             }
             const fields = visibleFields(yield* tx.update(TasksTable, id, writes))
             if (fields.length > 0) {

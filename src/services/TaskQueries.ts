@@ -68,9 +68,8 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
      * `{data: {tasks, count}}` as JSON text. Own tasks and shared-project tasks are read
      * by two index-ordered branches, each limited, then merged; a single OR would make
      * PostgreSQL sort every open task of the user on each request. The branches carry only
-     * `(due_at, id)`, read from the index; the page's rows are then fetched by id and rendered
-     * from the table row itself (rendering from a whole-row value carried through the
-     * subqueries costs several times more, see migrations/0002).
+     * `(due_at, id)`, which the index alone answers, so a deep offset stays cheap; only the
+     * page's rows are then read and rendered.
      */
     const listJson = (user: CurrentUserShape, query: TaskListQuery, now: Date) => {
       const limit = query.limit ?? DEFAULT_LIMIT

@@ -1,0 +1,114 @@
+/**
+ * The benchmark's baseline: a bare `node:http` server over a `pg` Pool of the same size and
+ * settings as the service's, running the very SQL the service runs for `GET /api/tasks?limit=…`
+ * and `GET /api/tasks/{id}`, including the token lookup of `Credentials.verifyToken`.
+ * The difference to the service is then the framework, not the database work.
+ *
+ * Keep the SQL below a verbatim copy of what `TaskQueries.listJson` (default filters),
+ * `TaskQueries.getJson` and `Credentials.verifyToken` send (as compiled by `@effect/sql-pg`).
+ *
+ * Run as a child process by bench/run.ts: `node --import tsx bench/baseline.ts`, with PORT,
+ * HOST and DATABASE_URL in the environment.
+ */
+import * as Crypto from "node:crypto"
+import * as Http from "node:http"
+import Pg from "pg"
+
+const VERIFY_TOKEN_SQL = `
+        SELECT t.id AS credential_id, t.token_hash AS digest, u.id, u.username, u.timezone
+        FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE t.token_hash = $1`
+
+const LIST_SQL = `
+        WITH page AS (
+          SELECT * FROM (
+            (SELECT t.due_at, t.id FROM tasks t WHERE t.user_id = $1 AND (t.deleted_at IS NULL AND NOT t.done AND t.archived_at IS NULL)
+             ORDER BY t.due_at, t.id LIMIT $2)
+            UNION ALL (SELECT t.due_at, t.id FROM tasks t
+             WHERE t.user_id <> $3 AND t.project_id IN (SELECT id FROM projects WHERE shared) AND (t.deleted_at IS NULL AND NOT t.done AND t.archived_at IS NULL)
+             ORDER BY t.due_at, t.id LIMIT $4)
+          ) merged ORDER BY due_at, id LIMIT $5 OFFSET $6
+        )
+        SELECT json_build_object('data', json_build_object(
+          'tasks', COALESCE(json_agg(steady_task_wire(t) ORDER BY page.due_at, page.id), '[]'::json),
+          'count', count(*)::int))::text AS body
+        FROM page JOIN tasks t ON t.id = page.id`
+
+const GET_SQL = `
+        SELECT json_build_object('data', steady_task_wire(t))::text AS body FROM tasks t
+        WHERE t.id = $1 AND (t.user_id = $2 OR t.project_id IN (SELECT id FROM projects WHERE shared))`
+
+const url = process.env.DATABASE_URL
+if (url === undefined || url === "") throw new Error("DATABASE_URL is required")
+
+// The service's pool settings (src/services/Database.ts makePool).
+const pool = new Pg.Pool({
+  connectionString: url,
+  max: 10,
+  connectionTimeoutMillis: 5_000,
+  idleTimeoutMillis: 30_000,
+  statement_timeout: 30_000,
+  options: "-c TimeZone=UTC",
+  application_name: "steady-baseline"
+})
+pool.on("error", () => {})
+
+const sha256 = (text: string) => Crypto.createHash("sha256").update(text, "utf8").digest("hex")
+const SHA256_HEX = /^[0-9a-f]{64}$/
+const sameDigest = (a: string, b: string) =>
+  SHA256_HEX.test(a) && SHA256_HEX.test(b) && Crypto.timingSafeEqual(Buffer.from(a, "hex"), Buffer.from(b, "hex"))
+
+const send = (res: Http.ServerResponse, status: number, body: string) => {
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) })
+  res.end(body)
+}
+
+const error = (res: Http.ServerResponse, status: number, code: string, message: string) =>
+  send(res, status, JSON.stringify({ error: message, code, details: {} }))
+
+const authenticate = async (header: string | undefined): Promise<number | undefined> => {
+  const match = header === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(header)
+  if (match === null) return undefined
+  const digest = sha256(match[1]!)
+  const { rows } = await pool.query<{ digest: string; id: number }>(VERIFY_TOKEN_SQL, [digest])
+  const row = rows[0]
+  return row !== undefined && sameDigest(row.digest, digest) ? row.id : undefined
+}
+
+const handle = async (req: Http.IncomingMessage, res: Http.ServerResponse) => {
+  const target = new URL(req.url ?? "/", "http://localhost")
+  if (req.method === "GET" && target.pathname === "/health") return send(res, 200, `{"status":"ok"}`)
+  const userId = await authenticate(req.headers.authorization)
+  if (userId === undefined) return error(res, 401, "UNAUTHORIZED", "Invalid API token")
+
+  if (req.method === "GET" && target.pathname === "/api/tasks") {
+    const limit = Number(target.searchParams.get("limit") ?? 200)
+    const offset = Number(target.searchParams.get("offset") ?? 0)
+    const window = limit + offset
+    const { rows } = await pool.query<{ body: string }>(LIST_SQL, [userId, window, userId, window, limit, offset])
+    return send(res, 200, rows[0]!.body)
+  }
+  const byId = /^\/api\/tasks\/(\d{1,10})$/.exec(target.pathname)
+  if (req.method === "GET" && byId !== null) {
+    const { rows } = await pool.query<{ body: string }>(GET_SQL, [Number(byId[1]), userId])
+    return rows[0] === undefined ? error(res, 404, "NOT_FOUND", "Task not found") : send(res, 200, rows[0].body)
+  }
+  return error(res, 404, "NOT_FOUND", "No such endpoint")
+}
+
+const server = Http.createServer((req, res) => {
+  handle(req, res).catch(() => {
+    if (!res.headersSent) error(res, 500, "INTERNAL", "Internal error")
+    else res.destroy()
+  })
+})
+server.keepAliveTimeout = 5_000
+
+server.listen(Number(process.env.PORT ?? 0), process.env.HOST ?? "127.0.0.1")
+
+const stop = () => {
+  server.close()
+  server.closeAllConnections()
+  void pool.end().finally(() => process.exit(0))
+}
+process.on("SIGTERM", stop)
+process.on("SIGINT", stop)

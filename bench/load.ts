@@ -1,0 +1,139 @@
+import autocannon from "autocannon"
+
+/** One kind of request the benchmark drives, described independently of the server. */
+export interface Scenario {
+  readonly key: "list" | "list50" | "get" | "create" | "patch" | "counts"
+  readonly label: string
+  readonly method: "GET" | "POST" | "PATCH"
+  /** The n-th request's path and body; n counts up across all connections. */
+  readonly request: (n: number) => { readonly path: string; readonly body?: string }
+  /** Whether the baseline server implements it (the A/B scenarios). */
+  readonly compared: boolean
+}
+
+export const makeScenarios = (ids: { readonly readIds: ReadonlyArray<number>; readonly patchIds: ReadonlyArray<number> }) => {
+  const pick = (list: ReadonlyArray<number>, n: number) => list[n % list.length]!
+  const scenarios: ReadonlyArray<Scenario> = [
+    { key: "list", label: "GET /api/tasks", method: "GET", compared: false, request: () => ({ path: "/api/tasks" }) },
+    {
+      key: "list50",
+      label: "GET /api/tasks?limit=50",
+      method: "GET",
+      compared: true,
+      request: () => ({ path: "/api/tasks?limit=50" })
+    },
+    {
+      key: "get",
+      label: "GET /api/tasks/{id}",
+      method: "GET",
+      compared: true,
+      request: (n) => ({ path: `/api/tasks/${pick(ids.readIds, n)}` })
+    },
+    {
+      key: "create",
+      label: "POST /api/tasks",
+      method: "POST",
+      compared: false,
+      request: (n) => ({
+        path: "/api/tasks",
+        body: JSON.stringify({
+          title: `Bench task ${n}`,
+          labels: n % 2 === 0 ? ["bench"] : [],
+          priority: n % 5,
+          notes: n % 3 === 0 ? "Created by the benchmark" : "",
+          // Far ahead, or none: created tasks do not reorder the seeded default page.
+          ...(n % 4 === 0 ? {} : { due_at: new Date(Date.UTC(2031, 0, 1) + (n % 1000) * 3_600_000).toISOString() })
+        })
+      })
+    },
+    {
+      key: "patch",
+      label: "PATCH /api/tasks/{id}",
+      method: "PATCH",
+      compared: false,
+      request: (n) => ({
+        path: `/api/tasks/${pick(ids.patchIds, n)}`,
+        body: JSON.stringify({ title: `Edited task ${n}`, priority: n % 5 })
+      })
+    },
+    { key: "counts", label: "GET /api/tasks/counts", method: "GET", compared: false, request: () => ({ path: "/api/tasks/counts" }) }
+  ]
+  return scenarios
+}
+
+export interface LoadResult {
+  readonly requestsPerSecond: number
+  readonly p50: number
+  readonly p99: number
+  readonly total: number
+  /** Requests that failed or did not answer 2xx. */
+  readonly bad: number
+}
+
+export interface LoadOptions {
+  readonly baseUrl: string
+  readonly token: string
+  readonly connections: number
+  readonly durationSeconds: number
+}
+
+const runAutocannon = (options: autocannon.Options) =>
+  new Promise<autocannon.Result>((resolve, reject) => {
+    autocannon(options, (error, result) => (error ? reject(error) : resolve(result)))
+  })
+
+/** Drives one scenario against one server for the given duration. */
+export const drive = async (scenario: Scenario, options: LoadOptions): Promise<LoadResult> => {
+  let counter = 0
+  const first = scenario.request(0)
+  const headers: Record<string, string> = { authorization: `Bearer ${options.token}` }
+  if (first.body !== undefined) headers["content-type"] = "application/json"
+  const result = await runAutocannon({
+    url: options.baseUrl,
+    connections: options.connections,
+    duration: options.durationSeconds,
+    timeout: 10,
+    requests: [
+      {
+        method: scenario.method,
+        headers,
+        setupRequest: (request) => {
+          const next = scenario.request(counter++)
+          return next.body === undefined ? { ...request, path: next.path } : { ...request, path: next.path, body: next.body }
+        }
+      }
+    ]
+  })
+  return {
+    requestsPerSecond: result.requests.total / result.duration,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    total: result.requests.total,
+    bad: result.errors + result.timeouts + result.non2xx
+  }
+}
+
+/**
+ * One request of the scenario with fetch, to fail fast on a wrong status before loading.
+ * A 5xx is retried twice: when autocannon stops it drops connections with requests in
+ * flight, and the service's cancellation of those queries can hit the next statement on the
+ * same database connection (see the report); the measured runs count such failures.
+ */
+export const probe = async (scenario: Scenario, baseUrl: string, token: string): Promise<string> => {
+  const { body, path } = scenario.request(0)
+  for (let attempt = 1; ; attempt++) {
+    const res = await fetch(`${baseUrl}${path}`, {
+      method: scenario.method,
+      headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+      ...(body === undefined ? {} : { body }),
+      signal: AbortSignal.timeout(10_000)
+    })
+    const text = await res.text()
+    if (res.status >= 200 && res.status <= 299) return text
+    if (res.status < 500 || attempt >= 3) {
+      throw new Error(`${scenario.method} ${path} answered ${res.status}: ${text.slice(0, 500)}`)
+    }
+    console.error(`[bench] probe ${scenario.method} ${path} answered ${res.status} (attempt ${attempt}); retrying`)
+    await new Promise((resolve) => setTimeout(resolve, 250))
+  }
+}

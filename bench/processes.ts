@@ -1,0 +1,169 @@
+import { type ChildProcess, spawn } from "node:child_process"
+import * as Fs from "node:fs"
+import * as Net from "node:net"
+
+/** Child processes and other resources the benchmark must release however it ends. */
+const cleanups: Array<{ readonly name: string; readonly run: () => Promise<void> }> = []
+
+/** Registers a cleanup; the returned function runs it early (and only once). */
+export const onCleanup = (name: string, run: () => Promise<void>): (() => Promise<void>) => {
+  let done = false
+  const once = async () => {
+    if (done) return
+    done = true
+    const index = cleanups.indexOf(entry)
+    if (index >= 0) cleanups.splice(index, 1)
+    await run()
+  }
+  const entry = { name, run: once }
+  cleanups.push(entry)
+  return once
+}
+
+/** Runs every pending cleanup, newest first; one failing does not stop the others. */
+export const cleanupAll = async () => {
+  while (cleanups.length > 0) {
+    const entry = cleanups[cleanups.length - 1]!
+    try {
+      await entry.run()
+    } catch (error) {
+      cleanups.splice(cleanups.indexOf(entry), 1)
+      console.error(`cleanup "${entry.name}" failed: ${String(error)}`)
+    }
+  }
+}
+
+export const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const server = Net.createServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      server.close(() => typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port")))
+    })
+  })
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
+/** Runs a command to completion, failing on a non-zero exit or after `timeoutMs`. */
+export const runCommand = (
+  command: string,
+  args: ReadonlyArray<string>,
+  options: { readonly env?: NodeJS.ProcessEnv; readonly timeoutMs: number; readonly cwd?: string }
+) =>
+  new Promise<string>((resolve, reject) => {
+    const child = spawn(command, args, {
+      env: options.env ?? process.env,
+      cwd: options.cwd ?? process.cwd(),
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let output = ""
+    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()))
+    child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()))
+    const timer = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs)
+    child.on("error", reject)
+    child.on("exit", (code, signal) => {
+      clearTimeout(timer)
+      if (code === 0) resolve(output)
+      else reject(new Error(`${command} ${args.join(" ")} failed (${signal ?? `exit ${code}`}):\n${output.slice(-4000)}`))
+    })
+  })
+
+export interface Server {
+  readonly name: string
+  readonly pid: number
+  readonly baseUrl: string
+  /** Resident set size of the server process, in MiB, from /proc/<pid>/status. */
+  readonly rssMiB: () => number | undefined
+  /** User + system CPU time the process has used so far, in ms, from /proc/<pid>/stat. */
+  readonly cpuMs: () => number | undefined
+  /** Output of the process so far (the last few KiB), for diagnostics. */
+  readonly output: () => string
+  readonly stop: () => Promise<void>
+}
+
+export const readRssMiB = (pid: number): number | undefined => {
+  try {
+    const status = Fs.readFileSync(`/proc/${pid}/status`, "utf8")
+    const match = /^VmRSS:\s+(\d+)\s+kB$/m.exec(status)
+    return match === null ? undefined : Number(match[1]) / 1024
+  } catch {
+    return undefined
+  }
+}
+
+/** Linux reports utime/stime in clock ticks; USER_HZ is 100 on every mainstream kernel. */
+const TICK_MS = 10
+
+export const readCpuMs = (pid: number): number | undefined => {
+  try {
+    const stat = Fs.readFileSync(`/proc/${pid}/stat`, "utf8")
+    // Fields after the parenthesised command name: state is field 3, utime 14, stime 15.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    return (Number(fields[11]) + Number(fields[12])) * TICK_MS
+  } catch {
+    return undefined
+  }
+}
+
+const exited = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null
+
+/** SIGTERM, then SIGKILL if the process has not exited after `graceMs`. */
+const terminate = (child: ChildProcess, graceMs: number) =>
+  new Promise<void>((resolve) => {
+    if (exited(child)) return resolve()
+    const timer = setTimeout(() => child.kill("SIGKILL"), graceMs)
+    child.once("exit", () => {
+      clearTimeout(timer)
+      resolve()
+    })
+    child.kill("SIGTERM")
+  })
+
+/**
+ * Starts a server process and waits until `healthPath` answers 200. The process is killed
+ * by `stop`, or by the global cleanup if the benchmark ends first.
+ */
+export const startServer = async (options: {
+  readonly name: string
+  readonly args: ReadonlyArray<string>
+  readonly env: NodeJS.ProcessEnv
+  readonly port: number
+  readonly healthPath: string
+  readonly startTimeoutMs: number
+}): Promise<Server> => {
+  const child = spawn(process.execPath, options.args, { env: options.env, stdio: ["ignore", "pipe", "pipe"] })
+  let output = ""
+  const keep = (chunk: Buffer) => {
+    output = (output + chunk.toString()).slice(-8192)
+  }
+  child.stdout!.on("data", keep)
+  child.stderr!.on("data", keep)
+  const stop = onCleanup(`stop ${options.name}`, () => terminate(child, 10_000))
+  if (child.pid === undefined) {
+    await stop()
+    throw new Error(`could not start ${options.name}`)
+  }
+  const baseUrl = `http://127.0.0.1:${options.port}`
+  const deadline = Date.now() + options.startTimeoutMs
+  for (;;) {
+    if (exited(child)) {
+      await stop()
+      throw new Error(`${options.name} exited during start-up:\n${output}`)
+    }
+    try {
+      const res = await fetch(`${baseUrl}${options.healthPath}`, { signal: AbortSignal.timeout(1_000) })
+      await res.arrayBuffer()
+      if (res.status === 200) break
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      await stop()
+      throw new Error(`${options.name} did not become healthy within ${options.startTimeoutMs} ms:\n${output}`)
+    }
+    await sleep(200)
+  }
+  const pid = child.pid
+  return { name: options.name, pid, baseUrl, rssMiB: () => readRssMiB(pid), cpuMs: () => readCpuMs(pid), output: () => output, stop }
+}
