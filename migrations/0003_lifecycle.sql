@@ -16,6 +16,10 @@ CREATE TABLE completions (
 CREATE INDEX completions_user_time ON completions (user_id, completed_at DESC, id DESC);
 CREATE INDEX completions_task ON completions (task_id, completed_at DESC, id DESC);
 
+-- The first due date of a recurring task's series: COUNT and INTERVAL count from it, so a
+-- COUNT=5 rule really ends after five occurrences however the task was completed or skipped.
+ALTER TABLE tasks ADD COLUMN series_start_at timestamptz;
+
 -- Quota periods (spec "Quota period rules"). The current period is [progress_period_start,
 -- progress_period_end) on the task; each closed period is recorded here exactly once.
 ALTER TABLE tasks ADD COLUMN progress_period_end timestamptz;

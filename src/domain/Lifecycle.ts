@@ -28,6 +28,7 @@ export interface TaskState {
   readonly last_completed_at: string | null
   readonly title: string
   readonly deadline_at: string | null
+  readonly series_start_at: string | null
 }
 
 export const stateOf = (row: Row): TaskState => row as unknown as TaskState
@@ -41,7 +42,8 @@ export const nextDue = (t: TaskState, zone: string, at: Date): Date | undefined 
   advance(
     { rule: t.rrule!, zone, anchorTime: t.anchor_time, mode: t.recurrence_mode as RecurrenceMode },
     t.due_at === null ? null : new Date(t.due_at),
-    at
+    at,
+    t.series_start_at === null ? null : new Date(t.series_start_at)
   )
 
 const openCheck = (t: TaskState, verb: string): Either.Either<void, ValidationError> => {

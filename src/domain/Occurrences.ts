@@ -96,9 +96,13 @@ export const nextOccurrence = (
 export const advance = (
   input: RecurrenceInput & { readonly mode: RecurrenceMode },
   currentDue: Date | null,
-  completedAt: Date
+  completedAt: Date,
+  /** Where the series began (its first due date): COUNT and INTERVAL count from here. */
+  seriesStart: Date | null = currentDue
 ): Date | undefined => {
-  if (input.mode === "from_due" && currentDue !== null) return nextOccurrence(input, currentDue, currentDue)
+  if (input.mode === "from_due" && currentDue !== null) {
+    return nextOccurrence(input, seriesStart ?? currentDue, currentDue)
+  }
   const anchor = parseAnchor(input.anchorTime)
   const completedWall = floating(completedAt, input.zone)
   const rule = build(input.rule, startAt(completedWall, anchor))

@@ -144,6 +144,7 @@ export const newTaskRow = (
         priority: input.priority ?? 0,
         due_at: checked.due_at,
         original_due_at: checked.due_at,
+        series_start_at: checked.rrule !== null ? checked.due_at : null,
         rrule: checked.rrule,
         recurrence_mode: input.recurrence_mode ?? "from_due",
         ...anchorsOf(checked.due_at, context.zone),
@@ -243,6 +244,8 @@ export const patchTaskRow = (
   } else if (patch.reset_original_due_at === true) {
     out.original_due_at = v.due_at
   }
+  // A new rule or a rescheduled due date starts the series afresh.
+  if (has("rrule") || has("due_at")) out.series_start_at = v.rrule !== null ? v.due_at : null
   if (has("deadline_at")) out.deadline_at = v.deadline_at
   if (has("target_at") || v.target_at !== str(current.target_at)) {
     if (v.target_at === null && v.deadline_at !== null) {

@@ -17,6 +17,7 @@ interface MissedReminder {
   readonly rrule: string
   readonly anchor_time: string | null
   readonly due_at: string
+  readonly series_start_at: string | null
 }
 
 /**
@@ -28,7 +29,8 @@ export const rollForwardMissedReminders = Effect.gen(function*() {
   const mutations = yield* Mutations
   const now = yield* clockNow
   const missed = yield* sql<MissedReminder>`
-    SELECT t.id, t.user_id, u.username, u.timezone, t.rrule, t.anchor_time, steady_iso(t.due_at) AS due_at
+    SELECT t.id, t.user_id, u.username, u.timezone, t.rrule, t.anchor_time, steady_iso(t.due_at) AS due_at,
+           steady_iso(t.series_start_at) AS series_start_at
     FROM tasks t JOIN users u ON u.id = t.user_id
     WHERE t.is_reminder AND t.rrule IS NOT NULL AND NOT t.is_tracked AND t.progress_target <= 1
       AND NOT t.done AND t.deleted_at IS NULL AND t.archived_at IS NULL
@@ -38,7 +40,7 @@ export const rollForwardMissedReminders = Effect.gen(function*() {
   for (const reminder of missed) {
     const next = nextOccurrence(
       { rule: reminder.rrule, zone: reminder.timezone, anchorTime: reminder.anchor_time },
-      new Date(reminder.due_at),
+      new Date(reminder.series_start_at ?? reminder.due_at),
       now
     )
     if (next === undefined) continue

@@ -81,7 +81,10 @@ export const makeDispatcher = Effect.gen(function*() {
       const [elapsed, result] = yield* Effect.timed(postOnce(hook.url, headers, delivery.body, config.webhookAllowPrivate))
       yield* log(delivery, number, result, Math.round(Duration.toMillis(elapsed)))
       const ok = result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300
-      return ok ? "delivered" as const : yield* Effect.fail(new AttemptFailed())
+      if (ok) return "delivered" as const
+      // An address the guard refuses will be refused again: no point retrying.
+      if (result.error?.startsWith("blocked") === true) return "failed" as const
+      return yield* Effect.fail(new AttemptFailed())
     })
 
   const log = (delivery: Claimed, number: number, result: AttemptResult, durationMs: number) =>

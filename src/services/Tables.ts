@@ -53,6 +53,7 @@ const taskColumns = {
   progress_current: "int",
   progress_period_start: "ts",
   progress_period_end: "ts",
+  series_start_at: "ts",
   quota_prompt_config: "json",
   quota_day_state: "json",
   completion_count: "int",

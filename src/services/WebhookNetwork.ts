@@ -22,8 +22,22 @@ privateRanges.addSubnet("100.64.0.0", 10, "ipv4")
 privateRanges.addAddress("::1", "ipv6")
 privateRanges.addSubnet("fc00::", 7, "ipv6")
 
-const unmap = (address: string) =>
-  address.toLowerCase().startsWith("::ffff:") && Net.isIPv4(address.slice(7)) ? address.slice(7) : address
+/** IPv4-mapped (::ffff:a.b.c.d) and NAT64 (64:ff9b::a.b.c.d) forms are judged as the IPv4 address. */
+const unmap = (address: string) => {
+  const lower = address.toLowerCase()
+  for (const prefix of ["::ffff:", "64:ff9b::"]) {
+    if (!lower.startsWith(prefix)) continue
+    const rest = lower.slice(prefix.length)
+    if (Net.isIPv4(rest)) return rest
+    const hex = /^([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(rest)
+    if (hex !== null) {
+      const hi = parseInt(hex[1]!, 16)
+      const lo = parseInt(hex[2]!, 16)
+      return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`
+    }
+  }
+  return address
+}
 
 /** The reason an address is refused, or undefined when it may be used. */
 export const refusedAddress = (address: string, allowPrivate: boolean): string | undefined => {
