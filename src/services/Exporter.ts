@@ -5,6 +5,7 @@ import { Task } from "../domain/Task.js"
 import { Project } from "../domain/Project.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { now as clockNow } from "./ServiceClock.js"
+import { completionJson, projectJson } from "./WireSql.js"
 
 /** Rows are read in pages of this many, so an export never holds a whole table in memory. */
 export const EXPORT_PAGE = 1000
@@ -27,23 +28,10 @@ export class Exporter extends Effect.Service<Exporter>()("steady/Exporter", {
           return sql<{ id: number; json: string }>`SELECT t.id, steady_task_json(t)::text AS json FROM tasks t
             WHERE t.user_id = ${userId} AND t.id > ${after} ORDER BY t.id LIMIT ${EXPORT_PAGE}`
         case "projects":
-          return sql<{ id: number; json: string }>`SELECT p.id, json_build_object(
-              'id', p.id, 'name', p.name, 'owner_id', p.owner_id, 'shared', p.shared, 'sort_order', p.sort_order,
-              'color', p.color, 'description', p.description, 'is_inbox', p.is_inbox,
-              'active_count', (SELECT count(*) FROM tasks t WHERE t.project_id = p.id AND NOT t.done
-                                 AND t.deleted_at IS NULL AND t.archived_at IS NULL)::int,
-              'overdue_count', (SELECT count(*) FROM tasks t WHERE t.project_id = p.id AND NOT t.done
-                                 AND t.deleted_at IS NULL AND t.archived_at IS NULL AND NOT t.is_reminder
-                                 AND NOT t.is_tracked AND t.progress_target <= 1
-                                 AND t.due_at < ${now.toISOString()}::timestamptz)::int,
-              'created_at', steady_iso(p.created_at))::text AS json
+          return sql<{ id: number; json: string }>`SELECT p.id, ${projectJson(sql, now)}::text AS json
             FROM projects p WHERE p.owner_id = ${userId} AND p.id > ${after} ORDER BY p.id LIMIT ${EXPORT_PAGE}`
         case "completions":
-          return sql<{ id: number; json: string }>`SELECT c.id, json_build_object(
-              'id', c.id, 'task_id', c.task_id, 'user_id', c.user_id, 'completed_at', steady_iso(c.completed_at),
-              'due_at_was', steady_iso(c.due_at_was), 'due_at_next', steady_iso(c.due_at_next), 'task_title', c.task_title,
-              'project_id', c.project_id, 'is_reminder', c.is_reminder, 'is_tracked', c.is_tracked,
-              'progress_target', c.progress_target)::text AS json
+          return sql<{ id: number; json: string }>`SELECT c.id, ${completionJson(sql)}::text AS json
             FROM completions c WHERE c.user_id = ${userId} AND c.id > ${after} ORDER BY c.id LIMIT ${EXPORT_PAGE}`
       }
     }

@@ -6,6 +6,7 @@ import { addDays, localParts, parseCalendarDate } from "../domain/LocalTime.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { PreferencesService } from "./PreferencesService.js"
 import { now as clockNow } from "./ServiceClock.js"
+import { completionJson } from "./WireSql.js"
 
 const pad = (n: number, w = 2) => String(n).padStart(w, "0")
 const dateText = (d: { year: number; month: number; day: number }) => `${pad(d.year, 4)}-${pad(d.month)}-${pad(d.day)}`
@@ -37,16 +38,12 @@ export class History extends Effect.Service<History>()("steady/History", {
           AND c.completed_at < ${query.until.toISOString()}::timestamptz`)
       }
       return sql<{ body: string }>`
-        WITH rows AS (
+        WITH c AS (
           SELECT c.* FROM completions c WHERE ${sql.and(filters)}
         )
         SELECT json_build_object('data', json_build_object(
-          'completions', COALESCE(json_agg(json_build_object(
-            'id', id, 'task_id', task_id, 'user_id', user_id, 'completed_at', steady_iso(completed_at),
-            'due_at_was', steady_iso(due_at_was), 'due_at_next', steady_iso(due_at_next), 'task_title', task_title,
-            'project_id', project_id, 'is_reminder', is_reminder, 'is_tracked', is_tracked,
-            'progress_target', progress_target) ORDER BY completed_at DESC, id DESC), '[]'::json),
-          'count', count(*)::int))::text AS body FROM rows`.pipe(Effect.map((rows) => rows[0]!.body), Effect.orDie)
+          'completions', COALESCE(json_agg(${completionJson(sql)} ORDER BY c.completed_at DESC, c.id DESC), '[]'::json),
+          'count', count(*)::int))::text AS body FROM c`.pipe(Effect.map((rows) => rows[0]!.body), Effect.orDie)
     }
 
     const totals = (userId: number, from: string | undefined, to: string | undefined) =>

@@ -7,6 +7,7 @@ import type { CurrentUserShape } from "./CurrentUser.js"
 import { Mutations } from "./Mutations.js"
 import { now as clockNow } from "./ServiceClock.js"
 import { ProjectsTable, TasksTable } from "./Tables.js"
+import { projectJson as projectSql } from "./WireSql.js"
 
 /** Project writes go through the mutation pipeline; reads build JSON in the database. */
 export class Projects extends Effect.Service<Projects>()("steady/Projects", {
@@ -14,17 +15,7 @@ export class Projects extends Effect.Service<Projects>()("steady/Projects", {
     const sql = yield* SqlClient.SqlClient
     const mutations = yield* Mutations
 
-    const projectJson = (now: Date) =>
-      sql`json_build_object(
-        'id', p.id, 'name', p.name, 'owner_id', p.owner_id, 'shared', p.shared, 'sort_order', p.sort_order,
-        'color', p.color, 'description', p.description, 'is_inbox', p.is_inbox,
-        'active_count', (SELECT count(*) FROM tasks t WHERE t.project_id = p.id AND NOT t.done
-                           AND t.deleted_at IS NULL AND t.archived_at IS NULL)::int,
-        'overdue_count', (SELECT count(*) FROM tasks t WHERE t.project_id = p.id AND NOT t.done
-                           AND t.deleted_at IS NULL AND t.archived_at IS NULL AND NOT t.is_reminder
-                           AND NOT t.is_tracked AND t.progress_target <= 1
-                           AND t.due_at < ${now.toISOString()}::timestamptz)::int,
-        'created_at', steady_iso(p.created_at))`
+    const projectJson = (now: Date) => projectSql(sql, now)
 
     const list = (user: CurrentUserShape) =>
       Effect.gen(function*() {

@@ -1,0 +1,32 @@
+import type * as SqlClient from "@effect/sql/SqlClient"
+import type { Fragment } from "@effect/sql/Statement"
+
+/**
+ * SQL written once: the conditions every query asks of a task aliased `t` ("is it open?",
+ * "is it overdue?" — spec §4.2 wants one overdue definition for the list filter, the
+ * counts, project counts and the snooze-overdue sweep), and the wire shapes built in SQL.
+ */
+export const isOpen = (sql: SqlClient.SqlClient): Fragment =>
+  sql`NOT t.done AND t.deleted_at IS NULL AND t.archived_at IS NULL`
+
+/** Reminders and quotas are never overdue; a recurring task's due date is its current occurrence. */
+export const isOverdue = (sql: SqlClient.SqlClient, now: Date): Fragment =>
+  sql`${isOpen(sql)} AND NOT t.is_reminder AND NOT t.is_tracked AND t.progress_target <= 1
+    AND t.due_at < ${now.toISOString()}::timestamptz`
+
+/** A project as the wire shows it (spec §2.2), for a project aliased `p`. */
+export const projectJson = (sql: SqlClient.SqlClient, now: Date): Fragment =>
+  sql`json_build_object(
+    'id', p.id, 'name', p.name, 'owner_id', p.owner_id, 'shared', p.shared, 'sort_order', p.sort_order,
+    'color', p.color, 'description', p.description, 'is_inbox', p.is_inbox,
+    'active_count', (SELECT count(*) FROM tasks t WHERE t.project_id = p.id AND ${isOpen(sql)})::int,
+    'overdue_count', (SELECT count(*) FROM tasks t WHERE t.project_id = p.id AND ${isOverdue(sql, now)})::int,
+    'created_at', steady_iso(p.created_at))`
+
+/** A completion record as the wire shows it (spec §2.3), for a row aliased `c`. */
+export const completionJson = (sql: SqlClient.SqlClient): Fragment =>
+  sql`json_build_object(
+    'id', c.id, 'task_id', c.task_id, 'user_id', c.user_id, 'completed_at', steady_iso(c.completed_at),
+    'due_at_was', steady_iso(c.due_at_was), 'due_at_next', steady_iso(c.due_at_next), 'task_title', c.task_title,
+    'project_id', c.project_id, 'is_reminder', c.is_reminder, 'is_tracked', c.is_tracked,
+    'progress_target', c.progress_target)`
