@@ -120,7 +120,8 @@ AS $$ BEGIN RETURN row_to_json(ROW(
   t.is_reminder,
   t.is_tracked,
   t.snooze_count,
-  -- is_snoozed as 0003 defines it for steady_task_json: snoozed and not back on its original due date.
+  -- is_snoozed: an open task that was snoozed and is not back on its original due date. A
+  -- plain edit of the due date is a reschedule, not a snooze.
   NOT t.done AND t.snooze_count > 0 AND t.due_at IS DISTINCT FROM t.original_due_at
 )::steady_task_wire_row); END $$;
 

@@ -198,7 +198,7 @@ describe("bulk operations (spec §4.3)", () => {
       expect(await bulkOk(user, "/api/tasks/bulk/done", { ids: [quota.id], close_period: true })).toEqual(doneCounts({ tasks_affected: 1 }))
     })
 
-    it("a trashed quota is skipped even with close_period", async () => {
+    it("with close_period a trashed quota is skipped as trashed (tasks_skipped); without it, as a quota", async () => {
       const user = await newUser()
       const quota = await createTask(user.api, { title: "Read", progress_target: 2, rrule: "FREQ=MONTHLY" })
       const trashedQuota = await createTask(user.api, { title: "Trashed quota", progress_target: 2, rrule: "FREQ=MONTHLY" })
@@ -206,10 +206,15 @@ describe("bulk operations (spec §4.3)", () => {
       const mixed = await createTask(user.api, { title: "Task" })
       const before = await read(user, trashedQuota.id)
       expect(await bulkOk(user, "/api/tasks/bulk/done", { ids: [quota.id, trashedQuota.id, mixed.id], close_period: true })).toEqual(
-        doneCounts({ tasks_affected: 2, quota_skipped: 1 })
+        doneCounts({ tasks_affected: 2, tasks_skipped: 1 })
       )
       expect(core(await read(user, trashedQuota.id))).toEqual(core(before))
       expect(await periodRows(service, trashedQuota.id)).toEqual([])
+      const other = await createTask(user.api, { title: "Another task" })
+      expect(await bulkOk(user, "/api/tasks/bulk/done", { ids: [trashedQuota.id, other.id] })).toEqual(
+        doneCounts({ tasks_affected: 1, quota_skipped: 1 })
+      )
+      expect(core(await read(user, trashedQuota.id))).toEqual(core(before))
     })
 
     it("another user's shared-project task is visible, so it can be completed", async () => {
@@ -377,6 +382,12 @@ describe("bulk operations (spec §4.3)", () => {
       const p4 = await createTask(user.api, { title: "Urgent", priority: 4 })
       const included = await createTask(user.api, { title: "Included" })
       const notSelected = await createTask(user.api, { title: "Not selected" })
+      const done = await createTask(user.api, { title: "Done" })
+      const trashed = await createTask(user.api, { title: "Trashed" })
+      expect((await user.api.post(`/api/tasks/${done.id}/done`)).status).toBe(200)
+      expect((await user.api.delete(`/api/tasks/${trashed.id}`)).status).toBe(200)
+      const doneBefore = await read(user, done.id)
+      const trashedBefore = await read(user, trashed.id)
       const sharedTask = await createTask(bob.api, { title: "Shared", project_id: sharedProject })
       const bobBefore = await read(bob, bobPrivate.id)
       const notSelectedBefore = await read(user, notSelected.id)
@@ -392,11 +403,12 @@ describe("bulk operations (spec §4.3)", () => {
         quota_prompt_config: { enabled: false }
       }
       const body = await bulkOk(user, "/api/tasks/bulk/edit", {
-        ids: [a.id, b.id, reminder.id, quota.id, p4.id, bobPrivate.id, UNKNOWN],
+        ids: [a.id, b.id, reminder.id, quota.id, p4.id, done.id, trashed.id, bobPrivate.id, UNKNOWN],
         include_task_ids: [included.id, a.id],
         changes
       })
-      expect(body).toEqual(counts({ tasks_affected: 6, tasks_skipped: 2 }))
+      // Done and trashed tasks are skipped like invisible and unknown ids.
+      expect(body).toEqual(counts({ tasks_affected: 6, tasks_skipped: 4 }))
       expect(Object.keys(body).sort()).toEqual([...COUNT_KEYS].sort())
       for (const t of [a, b, reminder, quota, p4, included]) {
         const now = await read(user, t.id)
@@ -412,6 +424,8 @@ describe("bulk operations (spec §4.3)", () => {
       }
       expect(await read(bob, bobPrivate.id)).toEqual(bobBefore)
       expect(await read(user, notSelected.id)).toEqual(notSelectedBefore)
+      expect(await read(user, done.id)).toEqual(doneBefore)
+      expect(await read(user, trashed.id)).toEqual(trashedBefore)
       // The shared project's task was not in the batch.
       expect((await read(bob, sharedTask.id)).priority).toBe(0)
 

@@ -244,7 +244,8 @@ describe("concurrent sweeps record each ended period exactly once", () => {
       const quotas = await staleQuotas(4)
       const both = Effect.flatMap(Quotas, (q) => Effect.all([q.sweep(), q.sweep()], { concurrency: 2 }))
       const [a, b] = await Promise.all([service.run(both), second.run(both)])
-      expect(a[0] + a[1] + b[0] + b[1]).toBe(8 * 4)
+      // The second instance's start-up sweep may have taken a share too.
+      expect(a[0] + a[1] + b[0] + b[1]).toBeLessThanOrEqual(8 * 4)
       await expectOncePerBoundary(quotas, 4)
     } finally {
       await second.stop()
@@ -470,6 +471,11 @@ describe("rollover under TestClock", () => {
       }))
   })
 
+})
+
+// Its own describe: every it.layer of a file shares one TestClock, and this fiber would
+// otherwise run on every clock move of the tests above.
+describe("the rollover fiber under TestClock", () => {
   // The clock is set before the fiber starts: moving a TestClock runs every sleep due on
   // the way, so a jump from 1970 would run the 5-minute sweep half a million times.
   // 15:02 puts the sweeps at :02 and :07 past every hour.
@@ -483,8 +489,8 @@ describe("rollover under TestClock", () => {
         // Swept once at start-up, now asleep for 5 minutes.
         expect(yield* asleepUntil).toBe(T_SCHEDULED + 5 * 60_000)
         const user = yield* newUser("scheduled", "UTC")
-        const id = yield* newQuota(user, "Daily", 1)
-        yield* quotas.progress(user, id, 1)
+        const id = yield* newQuota(user, "Daily", 2)
+        yield* quotas.progress(user, id, 2)
 
         // One minute before midnight. Each sweep on the way found nothing; the fiber sleeps
         // again until 00:02 (5 minutes after the 23:57 sweep) or, if the clock ran ahead of
@@ -505,7 +511,7 @@ describe("rollover under TestClock", () => {
         yield* TestClock.setTime(wake)
         expect(yield* asleepUntil).toBe(wake + 5 * 60_000)
         expect(yield* periodsOf(id)).toEqual([
-          { start: "2026-03-11T00:00:00.000Z", end: "2026-03-12T00:00:00.000Z", count: 1, met: true }
+          { start: "2026-03-11T00:00:00.000Z", end: "2026-03-12T00:00:00.000Z", count: 2, met: true }
         ])
         expect(yield* closedAtOf(id)).toEqual([new Date(wake).toISOString()])
       }))

@@ -1,6 +1,6 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Option } from "effect"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { Quotas } from "../src/services/Quotas.js"
 import { freshDatabase, type TestDatabase } from "./support/database.js"
 import { dailyStats, outboxEvents, query, undoEntries } from "./support/rows.js"
@@ -362,6 +362,110 @@ describe("undo and redo (spec §4.6)", () => {
     })
   })
 
+  describe("the other recorded actions", () => {
+    it("time_slot_create: undo removes the slot, redo brings it back with its id", async () => {
+      const user = await berliner()
+      const before = (await user.api.get("/api/time-slots")).body.data.time_slots
+      const created = (await user.api.post("/api/time-slots", { label: "Siesta", start_time: "14:00" })).body.data
+      expect(await undo(user)).toEqual({
+        undone_action: "time_slot_create",
+        description: "Added the time slot 'Siesta' at 14:00",
+        tasks_affected: 0,
+        undoable_count: 0,
+        redoable_count: 1
+      })
+      expect((await user.api.get("/api/time-slots")).body.data.time_slots).toEqual(before)
+      await redo(user)
+      const after = (await user.api.get("/api/time-slots")).body.data.time_slots as Array<Record<string, unknown>>
+      expect(after.find((s) => s.id === created.id)).toEqual(created)
+      expect(after.map((s) => s.sort_order)).toEqual([0, 1, 2, 3, 4, 5])
+    })
+
+    it("project_reorder: undo puts the old order back", async () => {
+      const user = await berliner()
+      const a = (await user.api.post("/api/projects", { name: "A" })).body.data
+      const b = (await user.api.post("/api/projects", { name: "B" })).body.data
+      const names = async () => ((await user.api.get("/api/projects")).body.data.projects as Array<{ name: string }>).map((p) => p.name)
+      const order = await names()
+      expect((await user.api.patch("/api/projects/reorder", { project_ids: [b.id, a.id] })).status).toBe(200)
+      expect(await names()).not.toEqual(order)
+      expect(await undo(user)).toMatchObject({ undone_action: "project_reorder", tasks_affected: 0 })
+      expect(await names()).toEqual(order)
+      await redo(user)
+      expect((await names()).indexOf("B")).toBeLessThan((await names()).indexOf("A"))
+    })
+
+    it("bulk_done, bulk_snooze and bulk_edit are one step each, over every task they touched", async () => {
+      const user = await berliner()
+      const one = await createTask(user.api, { title: "One", due_at: thu("09:00") })
+      const two = await createTask(user.api, { title: "Two", due_at: thu("10:00") })
+      const done = await user.api.post("/api/tasks/bulk/done", { ids: [one.id, two.id] })
+      expect(done.status).toBe(200)
+      expect(done.body).toMatchObject({ tasks_affected: 2 })
+      expect(await statsToday(user)).toMatchObject({ completions: 2 })
+      expect(await undo(user)).toMatchObject({ undone_action: "bulk_done", tasks_affected: 2, undoable_count: 2, redoable_count: 1 })
+      expect(core(await read(user, one.id))).toEqual(core(one))
+      expect(core(await read(user, two.id))).toEqual(core(two))
+      expect(await completionsOf(user, one.id)).toEqual([])
+      expect(await statsToday(user)).toMatchObject({ completions: 0 })
+      await redo(user)
+      expect(await read(user, two.id)).toMatchObject({ done: true, completion_count: 1 })
+      expect(await statsToday(user)).toMatchObject({ completions: 2 })
+      await undo(user)
+
+      const snoozed = await user.api.post("/api/tasks/bulk/snooze", { task_ids: [one.id, two.id], until: "2026-03-20T08:00:00Z" })
+      expect(snoozed.body).toMatchObject({ tasks_affected: 2 })
+      expect(await undo(user)).toMatchObject({ undone_action: "bulk_snooze", tasks_affected: 2 })
+      expect(core(await read(user, one.id))).toEqual(core(one))
+      expect(core(await read(user, two.id))).toEqual(core(two))
+
+      const edited = await user.api.post("/api/tasks/bulk/edit", { ids: [one.id, two.id], changes: { priority: 3 } })
+      expect(edited.body).toMatchObject({ tasks_affected: 2 })
+      expect(await undo(user)).toMatchObject({ undone_action: "bulk_edit", tasks_affected: 2 })
+      expect((await read(user, one.id)).priority).toBe(0)
+      expect((await read(user, two.id)).priority).toBe(0)
+      await redo(user)
+      expect((await read(user, two.id)).priority).toBe(3)
+    })
+  })
+
+  describe("projects and their tasks", () => {
+    it("undoing a task's creation and then its new project's creation works; the trashed task waits in the Inbox", async () => {
+      const user = await berliner()
+      const project = (await user.api.post("/api/projects", { name: "Garden" })).body.data
+      const task = await createTask(user.api, { title: "Plant beans", project_id: project.id })
+      const inbox = (await user.api.get("/api/projects")).body.data.projects.find((p: { is_inbox: boolean }) => p.is_inbox).id
+      expect(await undo(user)).toMatchObject({ undone_action: "create" })
+      expect(await undo(user)).toEqual({
+        undone_action: "project_create",
+        description: "Created project 'Garden'",
+        tasks_affected: 0,
+        undoable_count: 0,
+        redoable_count: 2
+      })
+      expect((await user.api.get(`/api/projects/${project.id}`)).status).toBe(404)
+      expect(await read(user, task.id)).toMatchObject({ project_id: inbox, deleted_at: expect.any(String) })
+      // Both come back; the project keeps its id.
+      await redo(user)
+      await redo(user)
+      expect((await user.api.get(`/api/projects/${project.id}`)).body.data).toMatchObject({ id: project.id, name: "Garden" })
+      expect((await read(user, task.id)).deleted_at).toBeNull()
+    })
+
+    it("a project holding someone else's live task is not removed by undoing its creation: 400, nothing changes", async () => {
+      const alice = await berliner()
+      const bob = await berliner()
+      const project = (await alice.api.post("/api/projects", { name: "Street party", shared: true })).body.data
+      const task = await createTask(bob.api, { title: "Bring chairs", project_id: project.id })
+      const res = await alice.api.post("/api/undo")
+      expect(res.status).toBe(400)
+      expect(res.body.code).toBe("VALIDATION_ERROR")
+      expect((await alice.api.get(`/api/projects/${project.id}`)).body.data).toMatchObject({ id: project.id, active_count: 1 })
+      expect(await read(bob, task.id)).toMatchObject({ project_id: project.id, deleted_at: null })
+      expect(await status(alice)).toMatchObject({ undoable_count: 1, redoable_count: 0 })
+    })
+  })
+
   describe("the no-clobber rule", () => {
     it("own edits of the same field undo in order: edit priority, edit priority again, undo, undo", async () => {
       const user = await berliner()
@@ -573,24 +677,29 @@ const stripExtras = (answer: Record<string, unknown>) => {
 }
 
 describe("undo across a quota period boundary (spec §4.6: rollovers are not undoable)", () => {
-  let database: TestDatabase
+  /** Each test has its own database, which its services share across restarts. */
+  const databases: Array<TestDatabase> = []
   const services: Array<TestService> = []
+  let database: TestDatabase
   const start = async (now: string) => {
     const s = await startService({ serviceNow: Option.some(new Date(now)) }, database)
     services.push(s)
     return s
   }
   const stop = async (s: TestService) => {
-    await s.stop()
     services.splice(services.indexOf(s), 1)
+    await s.stop()
   }
 
-  beforeAll(async () => {
+  beforeEach(async () => {
+    // A service left running by a failed test must not hold the next test's data.
+    for (const s of services.splice(0)) await s.stop()
     database = await freshDatabase()
+    databases.push(database)
   })
   afterAll(async () => {
-    for (const s of services) await s.stop()
-    await database.drop()
+    for (const s of services.splice(0)) await s.stop()
+    for (const db of databases) await db.drop()
   })
 
   const periodsOf = (s: TestService, taskId: number) =>
@@ -598,13 +707,18 @@ describe("undo across a quota period boundary (spec §4.6: rollovers are not und
       sql<{ period_start: string; count: number; met: boolean }>`
         SELECT steady_iso(period_start) AS period_start, count, met FROM quota_periods WHERE task_id = ${taskId} ORDER BY period_start`)
 
-  it("a progress log undone after its period rolled over leaves the count alone; the rollover wrote no entry", async () => {
+  it("a progress log (or Did it) undone after its period rolled over leaves the count alone; the rollover wrote no entry", async () => {
     const first = await start("2026-03-10T09:00:00Z")
     const user = await first.user("carol", "Europe/Berlin")
     const quota = await createTask(user.api, { title: "Read", progress_target: 2, rrule: "FREQ=DAILY" })
     await user.api.post(`/api/tasks/${quota.id}/progress`, { delta: 2 })
     await user.api.post(`/api/tasks/${quota.id}/progress`)
     expect((await user.api.get(`/api/tasks/${quota.id}`)).body.data.progress_current).toBe(3)
+    // Another user taps Did it on prompt 2 of a daily quota that same day.
+    const erin = await first.user("erin", "Europe/Berlin")
+    const prompted = await createTask(erin.api, { title: "Stretch", progress_target: 3, rrule: "FREQ=DAILY" })
+    const key = `q:${prompted.id}:2:2026-03-10`
+    expect((await erin.api.post("/api/quota-prompts/did", { keys: [key] })).body.data).toMatchObject({ did: 1 })
     await stop(first)
 
     // The next local day: the period of 10 March has ended.
@@ -626,6 +740,15 @@ describe("undo across a quota period boundary (spec §4.6: rollovers are not und
     await again.api.post(`/api/tasks/${quota.id}/progress`)
     expect((await again.api.post("/api/undo")).body.data).toMatchObject({ undone_action: "progress" })
     expect((await again.api.get(`/api/tasks/${quota.id}`)).body.data.progress_current).toBe(0)
+
+    // Undoing the Did it after the rollover leaves the new period's count and state alone too.
+    const erinAgain = await second.user("erin", "Europe/Berlin")
+    const before = (await erinAgain.api.get(`/api/tasks/${prompted.id}`)).body.data
+    expect(before).toMatchObject({ progress_current: 0, progress_period_start: "2026-03-10T23:00:00.000Z" })
+    expect(await periodsOf(second, prompted.id)).toEqual([{ period_start: "2026-03-09T23:00:00.000Z", count: 2, met: false }])
+    expect((await erinAgain.api.post("/api/undo")).body.data).toMatchObject({ undone_action: "quota_prompt", tasks_affected: 1 })
+    expect((await erinAgain.api.get(`/api/tasks/${prompted.id}`)).body.data).toEqual(before)
+    expect(await periodsOf(second, prompted.id)).toEqual([{ period_start: "2026-03-09T23:00:00.000Z", count: 2, met: false }])
     await stop(second)
   })
 

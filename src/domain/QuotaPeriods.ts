@@ -151,6 +151,19 @@ export const nextBoundary = (rule: PeriodRule, settings: PeriodSettings, after: 
   return start.getTime() > after.getTime() ? start : midnight(settings.zone, addUnits(rule.freq, unit, 1))
 }
 
+/**
+ * The unit boundary under `settings` nearest to `target` and later than `after`: where a
+ * period ends when only the time zone moved, so the end shifts by the change of offset and
+ * no count is cut short.
+ */
+export const nearestBoundary = (rule: PeriodRule, settings: PeriodSettings, target: Date, after: Date): Date => {
+  const justBefore = new Date(target.getTime() - 1)
+  const later = nextBoundary(rule, settings, justBefore)
+  const earlier = midnight(settings.zone, unitStart(rule.freq, localDay(justBefore, settings.zone), settings.weekStart))
+  if (earlier.getTime() <= after.getTime()) return later
+  return target.getTime() - earlier.getTime() <= later.getTime() - target.getTime() ? earlier : later
+}
+
 /** The periods that have ended by `now`, starting with the current one: [start, end), … */
 export const endedPeriods = (
   rule: PeriodRule,

@@ -144,7 +144,7 @@ export const newTaskRow = (
         priority: input.priority ?? 0,
         due_at: checked.due_at,
         original_due_at: checked.due_at,
-        series_start_at: checked.rrule !== null ? checked.due_at : null,
+        series_start_at: checked.rrule !== null && !isQuota(checked) ? checked.due_at : null,
         rrule: checked.rrule,
         recurrence_mode: input.recurrence_mode ?? "from_due",
         ...anchorsOf(checked.due_at, context.zone),
@@ -189,11 +189,12 @@ export const patchTaskRow = (
   const now = context.now.toISOString()
   const str = (v: JsonValue | undefined) => (typeof v === "string" ? v : null)
   const has = <K extends keyof TaskPatch>(k: K) => patch[k] !== undefined
+  // An automatic target is derived from the deadline, so the deadline rule never refuses it:
+  // it follows a moved deadline (below) instead.
+  const autoFollows = current.target_auto === true && !has("target_at")
   const view: RuleView = {
     due_at: has("due_at") ? iso(patch.due_at) : str(current.due_at),
-    // An automatic target is derived from the deadline, so the deadline rule never refuses it:
-    // it follows a moved deadline (below) instead.
-    target_at: has("target_at") ? iso(patch.target_at) : current.target_auto === true ? null : str(current.target_at),
+    target_at: has("target_at") ? iso(patch.target_at) : autoFollows ? null : str(current.target_at),
     deadline_at: has("deadline_at") ? iso(patch.deadline_at) : str(current.deadline_at),
     rrule: has("rrule") ? (patch.rrule?.trim() ?? null) : str(current.rrule),
     is_reminder: Boolean(current.is_reminder),
@@ -245,9 +246,12 @@ export const patchTaskRow = (
     out.original_due_at = v.due_at
   }
   // A new rule or a rescheduled due date starts the series afresh.
-  if (has("rrule") || has("due_at")) out.series_start_at = v.rrule !== null ? v.due_at : null
+  const recurring = v.rrule !== null && !isQuota(v)
+  if ((has("rrule") || has("due_at")) && (recurring || current.series_start_at != null)) {
+    out.series_start_at = recurring ? v.due_at : null
+  }
   if (has("deadline_at")) out.deadline_at = v.deadline_at
-  if (has("target_at") || v.target_at !== str(current.target_at)) {
+  if (has("target_at") || (!autoFollows && v.target_at !== str(current.target_at))) {
     if (v.target_at === null && v.deadline_at !== null) {
       // Null on a deadline task means "back to automatic" (spec §4.3).
       out.target_at = v.deadline_at

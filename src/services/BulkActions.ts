@@ -60,8 +60,14 @@ export class BulkActions extends Effect.Service<BulkActions>()("steady/BulkActio
             counts.tasks_skipped += wanted.length - rows.length
             for (const row of rows) {
               if (quota(row)) {
-                if (!closePeriod || row.deleted_at !== null) {
+                if (!closePeriod) {
                   counts.quota_skipped++
+                  continue
+                }
+                // With close_period a quota is acted on like any task, so one in the trash is
+                // skipped as trashed tasks are.
+                if (row.deleted_at !== null) {
+                  counts.tasks_skipped++
                   continue
                 }
                 yield* quotas.closeEarly(tx, row, settings)
@@ -145,6 +151,11 @@ export class BulkActions extends Effect.Service<BulkActions>()("steady/BulkActio
           const settings = yield* quotas.settingsOf(user.id)
           for (const row of rows) {
             const id = Number(row.id)
+            // Done and trashed tasks are skipped, as in every bulk action (README: bulk actions).
+            if (row.done === true || row.deleted_at !== null) {
+              counts.tasks_skipped++
+              continue
+            }
             const patch: { -readonly [K in keyof TaskPatch]: TaskPatch[K] } = {}
             for (const [key, value] of Object.entries(changes)) {
               if (value !== undefined) (patch as Record<string, unknown>)[key] = value

@@ -1,5 +1,6 @@
 import { Effect, Option } from "effect"
 import { Unauthorized } from "../domain/Errors.js"
+import { Task } from "../domain/Task.js"
 import { Credentials } from "./Credentials.js"
 import { now as clockNow } from "./ServiceClock.js"
 import { TaskLifecycle } from "./TaskLifecycle.js"
@@ -8,6 +9,14 @@ import { Tasks } from "./Tasks.js"
 export type NotificationAction = "done" | "snooze" | "snooze30" | "snooze2h" | "delete"
 
 const HOUR = 3_600_000
+
+const TASK_KEYS = Object.keys(Task.fields)
+
+/**
+ * CONTRACT §8: `task` is a Task. The lifecycle answers add their own fields (was_recurring,
+ * previous_due_at, description, message), which belong to the single-task endpoints only.
+ */
+const asTask = (result: Record<string, unknown>) => Object.fromEntries(TASK_KEYS.map((key) => [key, result[key]]))
 
 /**
  * CONTRACT §8: snooze30 is now + 30 minutes exactly; snooze and snooze2h are now + 1 and
@@ -33,13 +42,13 @@ export class Notifications extends Effect.Service<Notifications>()("steady/Notif
         const user = found.value.user
         switch (action) {
           case "done":
-            return { action, task_id: taskId, task: yield* lifecycle.done(user, taskId) }
+            return { action, task_id: taskId, task: asTask(yield* lifecycle.done(user, taskId)) }
           case "delete":
-            return { action, task_id: taskId, task: yield* tasks.trash(user, taskId) }
+            return { action, task_id: taskId, task: asTask(yield* tasks.trash(user, taskId)) }
           default: {
             const until = snoozeUntil(action, yield* clockNow)
             const task = yield* lifecycle.snooze(user, taskId, until, { allowPastDeadline: true, capAtDeadline: false })
-            return { action, task_id: taskId, until: until.toISOString(), task }
+            return { action, task_id: taskId, until: until.toISOString(), task: asTask(task) }
           }
         }
       })

@@ -57,7 +57,10 @@ export class PreferencesService extends Effect.Service<PreferencesService>()("st
           // Quota periods follow the new calendar before the response (spec §3, §4.7).
           const zoneChanged = zone !== current.timezone
           if (zoneChanged || next.week_start !== current.week_start) {
-            yield* quotas.realign(tx, user.id, { zone, weekStart: next.week_start }, !zoneChanged)
+            yield* quotas.realign(tx, user.id, { zone, weekStart: next.week_start }, {
+              weekStart: next.week_start !== current.week_start,
+              zone: zoneChanged
+            })
           }
           tx.describe("Updated preferences")
           return next

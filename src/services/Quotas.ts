@@ -6,6 +6,7 @@ import type { JsonValue, Row } from "../domain/Json.js"
 import { localDate } from "../domain/LocalTime.js"
 import {
   endedPeriods,
+  nearestBoundary,
   nextBoundary,
   type Period,
   periodContaining,
@@ -243,11 +244,18 @@ export class Quotas extends Effect.Service<Quotas>()("steady/Quotas", {
       })
 
     /**
-     * week_start or time zone changed: each affected quota's current period now ends at the
-     * first boundary under the new settings; periods that boundary has already ended are
-     * closed at once (spec §3, period rule 4).
+     * week_start or time zone changed. A weekly quota's current period now ends at the first
+     * boundary under the new settings (spec §3, period rule 4; CONTRACT §5 treats a zone change
+     * the same); any other quota's period ends at the new-zone boundary nearest its old end,
+     * so a zone change shifts it rather than cutting it short. Periods that have ended by then
+     * are closed at once, before the response.
      */
-    const realign = (tx: Tx, userId: number, settings: PeriodSettings, weeklyOnly: boolean) =>
+    const realign = (
+      tx: Tx,
+      userId: number,
+      settings: PeriodSettings,
+      changed: { readonly weekStart: boolean; readonly zone: boolean }
+    ) =>
       Effect.gen(function*() {
         const rows = yield* Effect.orDie(sql<{ id: number }>`
           SELECT id FROM tasks WHERE user_id = ${userId} AND progress_period_end IS NOT NULL
@@ -255,12 +263,17 @@ export class Quotas extends Effect.Service<Quotas>()("steady/Quotas", {
         for (const { id } of rows) {
           const row = (yield* tx.lock(TasksTable, id))!
           const rule = parsePeriodRule(String(row.rrule))
-          if (Either.isLeft(rule) || (weeklyOnly && rule.right.freq !== "WEEKLY")) continue
+          if (Either.isLeft(rule)) continue
+          const weekly = rule.right.freq === "WEEKLY"
+          if (!weekly && !changed.zone) continue
           // Close what had already ended under the old settings first.
           yield* closeEnded(tx, row, settings)
           const fresh = (yield* tx.lock(TasksTable, id))!
-          const boundary = nextBoundary(rule.right, settings, new Date(String(fresh.progress_period_start)))
-          yield* tx.update(TasksTable, id, { progress_period_end: iso(boundary) })
+          const start = new Date(String(fresh.progress_period_start))
+          const end = weekly
+            ? nextBoundary(rule.right, settings, start)
+            : nearestBoundary(rule.right, settings, new Date(String(fresh.progress_period_end)), start)
+          yield* tx.update(TasksTable, id, { progress_period_end: iso(end) })
           yield* closeEnded(tx, (yield* tx.lock(TasksTable, id))!, settings)
         }
       })

@@ -136,13 +136,13 @@ export class Reminders extends Effect.Service<Reminders>()("steady/Reminders", {
           parsed.push({ key, ...p })
         }
         const ids = [...new Set(parsed.map((p) => p.taskId))]
-        const owned = ids.length === 0 ? [] : yield* Effect.orDie(sql<{ id: number; rrule: string | null }>`
-          SELECT id, rrule FROM tasks WHERE id IN ${sql.in(ids)} AND user_id = ${user.id}
+        const owned = ids.length === 0 ? [] : yield* Effect.orDie(sql<{ id: number; rrule: string | null; progress_target: number }>`
+          SELECT id, rrule, progress_target FROM tasks WHERE id IN ${sql.in(ids)} AND user_id = ${user.id}
             AND (is_tracked OR progress_target > 1) AND deleted_at IS NULL`)
         for (const p of parsed) {
           const quota = owned.find((o) => o.id === p.taskId)
           if (quota === undefined) return yield* Effect.fail(ValidationError.field("keys", `"${p.key}" does not name one of your quotas`))
-          if ((p.number === 0) === isNumberedDaily(quota.rrule)) {
+          if ((p.number === 0) === isNumberedDaily(quota.rrule) || p.number > quota.progress_target) {
             return yield* Effect.fail(ValidationError.field("keys", `"${p.key}" has the wrong prompt number for its quota`))
           }
         }

@@ -67,9 +67,9 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
     /**
      * `{data: {tasks, count}}` as JSON text. Own tasks and shared-project tasks are read
      * by two index-ordered branches, each limited, then merged; a single OR would make
-     * PostgreSQL sort every open task of the user on each request. The branches carry only
-     * `(due_at, id)`, which the index alone answers, so a deep offset stays cheap; only the
-     * page's rows are then read and rendered.
+     * PostgreSQL sort every open task of the user on each request. The rows travel as
+     * whole-row values to `steady_task_wire`: joining the page back to `tasks` by id instead
+     * lets the planner pick a hash join over the whole table for pages of a few hundred.
      */
     const listJson = (user: CurrentUserShape, query: TaskListQuery, now: Date) => {
       const limit = query.limit ?? DEFAULT_LIMIT
@@ -78,21 +78,21 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
       const window = limit + offset
       const shared = query.overdue === true
         ? sql``
-        : sql`UNION ALL (SELECT t.due_at, t.id FROM tasks t
+        : sql`UNION ALL (SELECT t AS task, t.due_at, t.id FROM tasks t
              WHERE t.user_id <> ${user.id} AND t.project_id IN (SELECT id FROM projects WHERE shared) AND ${where}
              ORDER BY t.due_at, t.id LIMIT ${window})`
       return sql<{ body: string }>`
         WITH page AS (
           SELECT * FROM (
-            (SELECT t.due_at, t.id FROM tasks t WHERE t.user_id = ${user.id} AND ${where}
+            (SELECT t AS task, t.due_at, t.id FROM tasks t WHERE t.user_id = ${user.id} AND ${where}
              ORDER BY t.due_at, t.id LIMIT ${window})
             ${shared}
           ) merged ORDER BY due_at, id LIMIT ${limit} OFFSET ${offset}
         )
         SELECT json_build_object('data', json_build_object(
-          'tasks', COALESCE(json_agg(steady_task_wire(t) ORDER BY page.due_at, page.id), '[]'::json),
+          'tasks', COALESCE(json_agg(steady_task_wire(page.task) ORDER BY page.due_at, page.id), '[]'::json),
           'count', count(*)::int))::text AS body
-        FROM page JOIN tasks t ON t.id = page.id`.pipe(Effect.map((rows) => rows[0]!.body), Effect.orDie)
+        FROM page`.pipe(Effect.map((rows) => rows[0]!.body), Effect.orDie)
     }
 
     /** `{data: Task}` as JSON text, or 404 when the caller cannot see it. */

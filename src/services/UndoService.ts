@@ -70,10 +70,18 @@ export class UndoService extends Effect.Service<UndoService>()("steady/UndoServi
           }
           case "delete": {
             if (table.name === "projects") {
-              const [used] = yield* Effect.orDie(sql<{ n: number }>`SELECT count(*)::int AS n FROM tasks WHERE project_id = ${step.id}`)
+              const [used] = yield* Effect.orDie(
+                sql<{ n: number }>`SELECT count(*)::int AS n FROM tasks WHERE project_id = ${step.id} AND deleted_at IS NULL`
+              )
               if (used!.n > 0) {
                 return yield* Effect.fail(ValidationError.of("The project has tasks now; move them out before taking its creation back"))
               }
+              // Tasks in the trash (typically one whose creation was just undone) wait in their owner's Inbox,
+              // else undoing "create task, create project" would stop at the project for good.
+              const trashed = yield* Effect.orDie(sql<{ id: number; inbox: number }>`
+                SELECT t.id, p.id AS inbox FROM tasks t JOIN projects p ON p.owner_id = t.user_id AND p.is_inbox
+                WHERE t.project_id = ${step.id} ORDER BY t.id FOR UPDATE OF t`)
+              for (const task of trashed) yield* tx.update(tablesByName.tasks!, task.id, { project_id: task.inbox })
             }
             yield* tx.remove(table, step.id)
             if (table.name === "completions" && current !== undefined) {

@@ -295,6 +295,8 @@ describe("newTaskRow", () => {
       progress_target: 1,
       progress_period_start: null,
       quota_prompt_config: null,
+      segment_targeted_at: null,
+      series_start_at: null,
       created_at: NOW_ISO,
       updated_at: NOW_ISO
     })
@@ -540,6 +542,9 @@ describe("patchTaskRow", () => {
       }))
       expect(out).toEqual({
         deadline_at: "2026-11-24T17:00:00.000Z",
+        // No explicit target: the new deadline brings an automatic one (CONTRACT §7).
+        target_at: "2026-11-24T17:00:00.000Z",
+        target_auto: true,
         due_at: "2026-11-24T17:00:00.000Z",
         anchor_time: "12:00",
         anchor_dow: 2,
@@ -580,7 +585,8 @@ describe("patchTaskRow", () => {
       expect(right(patch(stored(), { target_at: target }))).toEqual({
         target_at: "2026-11-28T09:00:00.000Z",
         target_auto: false,
-        target_set_at: NOW_ISO
+        target_set_at: NOW_ISO,
+        segment_targeted_at: "2026-11-28T09:00:00.000Z"
       })
     })
 
@@ -597,9 +603,13 @@ describe("patchTaskRow", () => {
       expect(right(patch(current, { target_at: target, retarget: true }))).toEqual({
         target_at: "2026-11-28T09:00:00.000Z",
         target_auto: false,
-        target_set_at: NOW_ISO
+        target_set_at: NOW_ISO,
+        segment_targeted_at: "2026-11-28T09:00:00.000Z"
       })
-      expect(right(patch(current, { retarget: true }))).toEqual({ target_set_at: NOW_ISO })
+      expect(right(patch(current, { retarget: true }))).toEqual({
+        target_set_at: NOW_ISO,
+        segment_targeted_at: "2026-11-27T09:00:00.000Z"
+      })
     })
 
     it("a null target on a deadline task goes back to the deadline, automatically", () => {
@@ -688,7 +698,11 @@ describe("patchTaskRow", () => {
     it("a plain task cannot take a bare period rule without a due date", () => {
       const plain = stored({ due_at: null })
       expect(refusal(patch(plain, { rrule: "FREQ=DAILY" }), "rrule")).toContain("valid only on a quota")
-      expect(right(patch(stored(), { rrule: "FREQ=DAILY" }))).toEqual({ rrule: "FREQ=DAILY" })
+      // A dated task taking a rule becomes recurring, its series starting at its due date.
+      expect(right(patch(stored(), { rrule: "FREQ=DAILY" }))).toEqual({
+        rrule: "FREQ=DAILY",
+        series_start_at: stored().due_at
+      })
     })
   })
 })
