@@ -21,17 +21,17 @@ const VERIFY_TOKEN_SQL = `
 const LIST_SQL = `
         WITH page AS (
           SELECT * FROM (
-            (SELECT t.due_at, t.id FROM tasks t WHERE t.user_id = $1 AND (t.deleted_at IS NULL AND NOT t.done AND t.archived_at IS NULL)
+            (SELECT t AS task, t.due_at, t.id FROM tasks t WHERE t.user_id = $1 AND (t.deleted_at IS NULL AND NOT t.done AND t.archived_at IS NULL)
              ORDER BY t.due_at, t.id LIMIT $2)
-            UNION ALL (SELECT t.due_at, t.id FROM tasks t
+            UNION ALL (SELECT t AS task, t.due_at, t.id FROM tasks t
              WHERE t.user_id <> $3 AND t.project_id IN (SELECT id FROM projects WHERE shared) AND (t.deleted_at IS NULL AND NOT t.done AND t.archived_at IS NULL)
              ORDER BY t.due_at, t.id LIMIT $4)
           ) merged ORDER BY due_at, id LIMIT $5 OFFSET $6
         )
         SELECT json_build_object('data', json_build_object(
-          'tasks', COALESCE(json_agg(steady_task_wire(t) ORDER BY page.due_at, page.id), '[]'::json),
+          'tasks', COALESCE(json_agg(steady_task_wire(page.task) ORDER BY page.due_at, page.id), '[]'::json),
           'count', count(*)::int))::text AS body
-        FROM page JOIN tasks t ON t.id = page.id`
+        FROM page`
 
 const GET_SQL = `
         SELECT json_build_object('data', steady_task_wire(t))::text AS body FROM tasks t

@@ -79,6 +79,8 @@ export interface Server {
   readonly cpuMs: () => number | undefined
   /** Output of the process so far (the last few KiB), for diagnostics. */
   readonly output: () => string
+  /** Lines the process logged at ERROR level (Effect's JSON logger), and the first of them. */
+  readonly errors: () => { readonly count: number; readonly first: string | undefined }
   readonly stop: () => Promise<void>
 }
 
@@ -134,8 +136,19 @@ export const startServer = async (options: {
 }): Promise<Server> => {
   const child = spawn(process.execPath, options.args, { env: options.env, stdio: ["ignore", "pipe", "pipe"] })
   let output = ""
+  let pending = ""
+  let errorCount = 0
+  let firstError: string | undefined
   const keep = (chunk: Buffer) => {
-    output = (output + chunk.toString()).slice(-8192)
+    const text = chunk.toString()
+    output = (output + text).slice(-8192)
+    const lines = (pending + text).split("\n")
+    pending = lines.pop()!.slice(-65536)
+    for (const line of lines) {
+      if (!line.includes(`"logLevel":"ERROR"`)) continue
+      errorCount++
+      firstError ??= line.slice(0, 2000)
+    }
   }
   child.stdout!.on("data", keep)
   child.stderr!.on("data", keep)
@@ -165,5 +178,47 @@ export const startServer = async (options: {
     await sleep(200)
   }
   const pid = child.pid
-  return { name: options.name, pid, baseUrl, rssMiB: () => readRssMiB(pid), cpuMs: () => readCpuMs(pid), output: () => output, stop }
+  return {
+    name: options.name,
+    pid,
+    baseUrl,
+    rssMiB: () => readRssMiB(pid),
+    cpuMs: () => readCpuMs(pid),
+    output: () => output,
+    errors: () => ({ count: errorCount, first: firstError }),
+    stop
+  }
+}
+
+/**
+ * CPU time (ms) of each PostgreSQL backend connected to `database`, by pid. Backends show
+ * `postgres: <cluster>: <user> <database> <client> <state>` as their command line; /proc
+ * reports their CPU time to any user.
+ */
+export const databaseBackendsCpuMs = (database: string): Map<number, number> => {
+  const out = new Map<number, number>()
+  let entries: Array<string> = []
+  try {
+    entries = Fs.readdirSync("/proc").filter((name) => /^\d+$/.test(name))
+  } catch {
+    return out
+  }
+  for (const name of entries) {
+    try {
+      const cmdline = Fs.readFileSync(`/proc/${name}/cmdline`, "utf8")
+      if (!cmdline.startsWith("postgres:") || !cmdline.split(/[\s\0]+/).includes(database)) continue
+      const cpu = readCpuMs(Number(name))
+      if (cpu !== undefined) out.set(Number(name), cpu)
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return out
+}
+
+/** CPU time the backends used between two `databaseBackendsCpuMs` readings. */
+export const cpuDelta = (before: Map<number, number>, after: Map<number, number>) => {
+  let total = 0
+  for (const [pid, cpu] of after) total += cpu - (before.get(pid) ?? 0)
+  return total
 }

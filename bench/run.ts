@@ -24,8 +24,19 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import Pg from "pg"
-import { drive, type LoadResult, makeScenarios, probe, type Scenario } from "./load.js"
-import { cleanupAll, freePort, onCleanup, runCommand, type Server, sleep, startServer } from "./processes.js"
+import { drive, makeScenarios, probe, type Scenario } from "./load.js"
+import {
+  cleanupAll,
+  cpuDelta,
+  databaseBackendsCpuMs,
+  freePort,
+  onCleanup,
+  runCommand,
+  type Server,
+  sleep,
+  startServer
+} from "./processes.js"
+import { type Database, type Measurement, printReport, type ServerKind } from "./report.js"
 import { type Exec, seed, type Seeded } from "./seed.js"
 
 const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "..")
@@ -50,29 +61,12 @@ const config = {
   skipBuild: process.env.BENCH_SKIP_BUILD === "1"
 }
 
-const TARGET_RATIO = 0.6
-const TARGET_P99_MS = 50
-
 for (const db of config.databases) {
   if (db !== "postgres" && db !== "embedded") throw new Error(`BENCH_DATABASES: unknown database "${db}"`)
 }
 const pgHost = new URL(config.pgUrl).hostname
 if (!["127.0.0.1", "localhost", "::1", "[::1]"].includes(pgHost)) {
   throw new Error(`BENCH_PG_URL must point at a local server (127.0.0.1), not ${pgHost}`)
-}
-
-type Database = "postgres" | "embedded"
-type ServerKind = "ours" | "baseline"
-
-interface Measurement {
-  readonly scenario: Scenario
-  readonly database: Database
-  readonly server: ServerKind
-  readonly round: number
-  readonly result: LoadResult
-  readonly rssMiB: number | undefined
-  /** Server CPU time per completed request, in ms. */
-  readonly cpuPerRequest: number | undefined
 }
 
 const measurements: Array<Measurement> = []
@@ -99,6 +93,8 @@ interface Prepared {
   readonly env: Record<string, string>
   readonly seeded: Seeded
   readonly databaseUrl: string | undefined
+  /** The PostgreSQL database's name, for reading its backends' CPU time. */
+  readonly databaseName: string | undefined
 }
 
 const migrate = (env: Record<string, string>) =>
@@ -135,7 +131,7 @@ const preparePostgres = async (): Promise<Prepared> => {
     const exec: Exec = async (text, params) => (await client.query(text, params === undefined ? [] : [...params])).rows
     const seeded = await seed(exec, seedOptions())
     await client.query("VACUUM ANALYZE")
-    return { env, seeded, databaseUrl }
+    return { env, seeded, databaseUrl, databaseName: name }
   } finally {
     await client.end()
   }
@@ -155,7 +151,7 @@ const prepareEmbedded = async (): Promise<Prepared> => {
       (await db.query<Record<string, unknown>>(text, params === undefined ? [] : [...params])).rows
     const seeded = await seed(exec, seedOptions())
     await db.exec("VACUUM ANALYZE")
-    return { env, seeded, databaseUrl: undefined }
+    return { env, seeded, databaseUrl: undefined, databaseName: undefined }
   } finally {
     await db.close()
   }
@@ -191,24 +187,31 @@ const measure = async (
   server: Server,
   kind: ServerKind,
   round: number,
-  token: string
+  token: string,
+  databaseName: string | undefined
 ) => {
   const options = { baseUrl: server.baseUrl, token, connections: config.connections }
   // Let the previous run's dropped connections and cancelled queries settle first.
   await sleep(500)
   if (config.warmup > 0) await drive(scenario, { ...options, durationSeconds: config.warmup })
   const cpuBefore = server.cpuMs()
+  const dbBefore = databaseName === undefined ? undefined : databaseBackendsCpuMs(databaseName)
   const result = await drive(scenario, { ...options, durationSeconds: config.duration })
   const cpuAfter = server.cpuMs()
+  const dbAfter = databaseName === undefined ? undefined : databaseBackendsCpuMs(databaseName)
   const rssMiB = server.rssMiB()
   const cpuPerRequest = cpuBefore === undefined || cpuAfter === undefined || result.total === 0
     ? undefined
     : (cpuAfter - cpuBefore) / result.total
-  measurements.push({ scenario, database, server: kind, round, result, rssMiB, cpuPerRequest })
+  const dbCpuPerRequest = dbBefore === undefined || dbAfter === undefined || result.total === 0
+    ? undefined
+    : cpuDelta(dbBefore, dbAfter) / result.total
+  measurements.push({ scenario, database, server: kind, round, result, rssMiB, cpuPerRequest, dbCpuPerRequest })
   log(
     `${database} ${kind.padEnd(8)} ${scenario.label.padEnd(24)} r${round} ` +
       `${result.requestsPerSecond.toFixed(0)} req/s p50 ${result.p50} ms p99 ${result.p99} ms` +
       (cpuPerRequest === undefined ? "" : ` cpu ${cpuPerRequest.toFixed(2)} ms/req`) +
+      (dbCpuPerRequest === undefined ? "" : ` db cpu ${dbCpuPerRequest.toFixed(2)} ms/req`) +
       ` load ${Os.loadavg()[0]!.toFixed(1)}` +
       (result.bad > 0 ? ` (${result.bad} failed or non-2xx)` : "")
   )
@@ -239,18 +242,22 @@ const benchDatabase = async (database: Database) => {
           const order: ReadonlyArray<[ServerKind, Server]> = round % 2 === 1
             ? [["baseline", baseline], ["ours", ours]]
             : [["ours", ours], ["baseline", baseline]]
-          for (const [kind, server] of order) await measure(scenario, database, server, kind, round, seeded.token)
+          for (const [kind, server] of order) await measure(scenario, database, server, kind, round, seeded.token, prepared.databaseName)
         }
       }
     } else {
-      for (const scenario of compared) await measure(scenario, database, ours, "ours", 1, seeded.token)
+      for (const scenario of compared) await measure(scenario, database, ours, "ours", 1, seeded.token, prepared.databaseName)
     }
     // Reads first, then writes, which add rows.
     const order: ReadonlyArray<Scenario["key"]> = ["list", "counts", "create", "patch"]
     for (const key of order) {
       const scenario = scenarios.find((s) => s.key === key)!
       await probe(scenario, ours.baseUrl, seeded.token)
-      await measure(scenario, database, ours, "ours", 1, seeded.token)
+      await measure(scenario, database, ours, "ours", 1, seeded.token, prepared.databaseName)
+    }
+    const errors = ours.errors()
+    if (errors.count > 0) {
+      log(`${database}: the service logged ${errors.count} error(s) during the run; the first:\n${errors.first}`)
     }
   } catch (error) {
     console.error(`service output:\n${ours.output()}`)
@@ -259,123 +266,6 @@ const benchDatabase = async (database: Database) => {
     await ours.stop()
     if (baseline !== undefined) await baseline.stop()
     await cleanupAll()
-  }
-}
-
-// ---- report ----
-
-const mean = (xs: ReadonlyArray<number>) => xs.reduce((a, b) => a + b, 0) / xs.length
-const geomean = (xs: ReadonlyArray<number>) => Math.exp(mean(xs.map(Math.log)))
-
-interface Row {
-  readonly scenario: Scenario
-  readonly database: Database
-  readonly server: ServerKind
-  readonly rps: number
-  readonly p50: number
-  readonly p99: number
-  readonly rss: number | undefined
-  readonly cpu: number | undefined
-  readonly bad: number
-  readonly ratio: number | undefined
-  readonly roundRatios: ReadonlyArray<number>
-}
-
-const summarize = (): Array<Row> => {
-  const rows: Array<Row> = []
-  const groups = new Map<string, Array<Measurement>>()
-  for (const m of measurements) {
-    const key = `${m.database}|${m.scenario.key}|${m.server}`
-    groups.set(key, [...(groups.get(key) ?? []), m])
-  }
-  for (const list of groups.values()) {
-    const { database, scenario, server } = list[0]!
-    let roundRatios: Array<number> = []
-    if (server === "ours") {
-      const base = measurements.filter((m) => m.database === database && m.scenario.key === scenario.key && m.server === "baseline")
-      roundRatios = list.flatMap((m) => {
-        const b = base.find((x) => x.round === m.round)
-        return b === undefined || b.result.requestsPerSecond === 0 ? [] : [m.result.requestsPerSecond / b.result.requestsPerSecond]
-      })
-    }
-    rows.push({
-      scenario,
-      database,
-      server,
-      rps: mean(list.map((m) => m.result.requestsPerSecond)),
-      p50: mean(list.map((m) => m.result.p50)),
-      p99: Math.max(...list.map((m) => m.result.p99)),
-      rss: list.at(-1)!.rssMiB,
-      cpu: list.every((m) => m.cpuPerRequest !== undefined) ? mean(list.map((m) => m.cpuPerRequest!)) : undefined,
-      bad: list.reduce((n, m) => n + m.result.bad, 0),
-      ratio: roundRatios.length > 0 ? geomean(roundRatios) : undefined,
-      roundRatios
-    })
-  }
-  return rows
-}
-
-const printReport = () => {
-  const rows = summarize()
-  const header = ["scenario", "database", "server", "req/s", "p50 ms", "p99 ms", "RSS MiB", "CPU ms/req", "ours/baseline"]
-  const cells = rows.map((r) => [
-    r.scenario.label,
-    r.database,
-    r.server,
-    r.rps.toFixed(0),
-    r.p50.toFixed(1),
-    r.p99.toFixed(1),
-    r.rss === undefined ? "-" : r.rss.toFixed(0),
-    r.cpu === undefined ? "-" : r.cpu.toFixed(2),
-    r.ratio === undefined ? "" : `${r.ratio.toFixed(2)} (${r.roundRatios.map((x) => x.toFixed(2)).join(", ")})`
-  ].concat(r.bad > 0 ? [`${r.bad} failed/non-2xx`] : []))
-  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)))
-  const line = (c: ReadonlyArray<string>) =>
-    c.map((v, i) => (i >= 3 && i <= 7 ? v.padStart(widths[i]!) : v.padEnd(widths[i] ?? 0))).join("  ").trimEnd()
-  console.log("")
-  console.log(
-    `Steady benchmark: ${config.connections} connections, ${config.duration} s per run after ${config.warmup} s warm-up, ` +
-      `${config.tasks} tasks for the measured user; ratios are per A/B round (geometric mean first); p99 is the worst round; ` +
-      `CPU ms/req is the server process's CPU time per request (the database's is not included).`
-  )
-  console.log(
-    `Machine: ${Os.cpus().length} CPUs, load average ${startLoad.toFixed(1)} at the start, ` +
-      `${Os.loadavg()[0]!.toFixed(1)} at the end (the benchmark itself adds about 2).`
-  )
-  console.log(line(header))
-  console.log(widths.map((w) => "-".repeat(w)).join("  "))
-  for (const c of cells) console.log(line(c))
-
-  const pg = rows.filter((r) => r.database === "postgres" && r.server === "ours")
-  if (pg.length === 0) return
-  const reads = pg.filter((r) => r.scenario.compared)
-  const mark = (met: boolean) => (met ? "MET    " : "NOT MET")
-  console.log("")
-  console.log(`Targets on PostgreSQL (the two read scenarios, concurrency ${config.connections}):`)
-  let allMet = true
-  for (const r of reads) {
-    const met = r.ratio !== undefined && r.ratio >= TARGET_RATIO
-    allMet &&= met
-    console.log(`  ${mark(met)}  ${r.scenario.label}: ours/baseline ${r.ratio?.toFixed(2) ?? "-"} >= ${TARGET_RATIO}`)
-  }
-  for (const r of reads) {
-    const met = r.p99 < TARGET_P99_MS && r.bad === 0
-    allMet &&= met
-    console.log(
-      `  ${mark(met)}  ${r.scenario.label}: p99 ${r.p99.toFixed(1)} ms < ${TARGET_P99_MS} ms` +
-        (r.bad > 0 ? ` (but ${r.bad} requests failed)` : "")
-    )
-  }
-  console.log(allMet ? "All targets met." : "Some targets are not met.")
-  const others = pg.filter((r) => !r.scenario.compared)
-  if (others.length > 0) {
-    console.log(`Other scenarios (no target), p99 against ${TARGET_P99_MS} ms for reference:`)
-    for (const r of others) {
-      console.log(
-        `  ${r.p99 < TARGET_P99_MS ? "under" : "over "}  ${r.scenario.label}: p99 ${r.p99.toFixed(1)} ms` +
-          (r.bad > 0 ? ` (${r.bad} requests failed)` : "")
-      )
-    }
   }
 }
 
@@ -408,7 +298,7 @@ const main = async () => {
       await runCommand("npm", ["run", "build"], { timeoutMs: 180_000, cwd: ROOT })
     }
     for (const database of config.databases) await benchDatabase(database as Database)
-    printReport()
+    printReport(measurements, { ...config, startLoad })
   } finally {
     await cleanupAll()
     clearTimeout(watchdog)

@@ -4,8 +4,14 @@ import { formatConfigError } from "./services/AppConfig.js"
 import { DataDirLocked } from "./services/DataDirLock.js"
 import { ServiceLive } from "./Program.js"
 
-const logLevel = (name: string | undefined) =>
-  LogLevel.allLevels.find((level) => level.label.toLowerCase() === (name ?? "info").toLowerCase()) ?? LogLevel.Info
+const LOG_LEVEL_ALIASES: Record<string, string> = { warning: "warn", err: "error", critical: "fatal", off: "none" }
+
+/** `LOG_LEVEL` by Effect's names (debug, info, warn, error, …) or the usual aliases (warning). */
+const logLevel = (name: string | undefined) => {
+  const wanted = (name ?? "info").trim().toLowerCase()
+  const label = LOG_LEVEL_ALIASES[wanted] ?? wanted
+  return LogLevel.allLevels.find((level) => level.label.toLowerCase() === label) ?? LogLevel.Info
+}
 
 /**
  * A stop signal often arrives twice: once from the terminal or service manager to the whole

@@ -44,6 +44,8 @@ export const SystemHttpLive = HttpApiBuilder.group(Api, "system", (handlers) =>
     return handlers
       .handle("health", () =>
         sql`SELECT 1`.pipe(
+          // Requests run uninterruptibly; the health probe alone may be cut off by its timeout.
+          Effect.interruptible,
           Effect.timeoutFail({ duration: config.healthTimeout, onTimeout: () => new Error("timed out") }),
           Effect.as(sendBare({ status: "ok" })),
           Effect.catchAllCause(() =>
