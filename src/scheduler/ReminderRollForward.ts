@@ -5,6 +5,7 @@ import { nextOccurrence } from "../domain/Occurrences.js"
 import { Mutations } from "../services/Mutations.js"
 import { now as clockNow } from "../services/ServiceClock.js"
 import { TasksTable } from "../services/Tables.js"
+import { isNotQuota, isOpen } from "../services/WireSql.js"
 
 /** Missed reminders are checked every minute, so a reminder is never a minute stale. */
 export const reminderSweepSchedule = Schedule.spaced("1 minute")
@@ -32,8 +33,7 @@ export const rollForwardMissedReminders = Effect.gen(function*() {
     SELECT t.id, t.user_id, u.username, u.timezone, t.rrule, t.anchor_time, steady_iso(t.due_at) AS due_at,
            steady_iso(t.series_start_at) AS series_start_at
     FROM tasks t JOIN users u ON u.id = t.user_id
-    WHERE t.is_reminder AND t.rrule IS NOT NULL AND NOT t.is_tracked AND t.progress_target <= 1
-      AND NOT t.done AND t.deleted_at IS NULL AND t.archived_at IS NULL
+    WHERE t.is_reminder AND t.rrule IS NOT NULL AND ${isNotQuota(sql)} AND ${isOpen(sql)}
       AND t.due_at < ${now.toISOString()}::timestamptz
     ORDER BY t.id LIMIT 1000`
   let moved = 0

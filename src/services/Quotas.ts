@@ -20,6 +20,7 @@ import { Mutations, type Tx } from "./Mutations.js"
 import { now as clockNow } from "./ServiceClock.js"
 import { CompletionsTable, QuotaPeriodsTable, TasksTable } from "./Tables.js"
 import { TaskQueries } from "./TaskQueries.js"
+import { isOpen, isQuota as isQuotaSql } from "./WireSql.js"
 
 export interface QuotaDayState {
   readonly date: string | null
@@ -285,8 +286,7 @@ export class Quotas extends Effect.Service<Quotas>()("steady/Quotas", {
         const [row] = yield* Effect.orDie(sql<{ body: string }>`
           WITH q AS (
             SELECT t AS task, t.id, t.progress_period_end FROM tasks t
-            WHERE t.user_id = ${user.id} AND (t.is_tracked OR t.progress_target > 1)
-              AND NOT t.done AND t.deleted_at IS NULL AND t.archived_at IS NULL
+            WHERE t.user_id = ${user.id} AND ${isQuotaSql(sql)} AND ${isOpen(sql)}
           )
           SELECT json_build_object('data', json_build_object(
             'quotas', COALESCE(json_agg(

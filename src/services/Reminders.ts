@@ -19,6 +19,7 @@ import { dayStateFor, Quotas } from "./Quotas.js"
 import { now as clockNow } from "./ServiceClock.js"
 import { TasksTable } from "./Tables.js"
 import { TaskQueries } from "./TaskQueries.js"
+import { isNotQuota, isOpen, isQuota } from "./WireSql.js"
 
 interface SlotRow extends Slot {
   readonly user_id: number
@@ -75,16 +76,14 @@ export class Reminders extends Effect.Service<Reminders>()("steady/Reminders", {
         const dayEnd = startOfNextLocalDay(now, zone)
         const reminders = yield* Effect.orDie(sql<{ task: Wire }>`
           SELECT steady_task_json(t) AS task FROM tasks t
-          WHERE t.user_id = ${user.id} AND t.is_reminder AND NOT t.done AND t.deleted_at IS NULL AND t.archived_at IS NULL
-            AND NOT t.is_tracked AND t.progress_target <= 1
+          WHERE t.user_id = ${user.id} AND t.is_reminder AND ${isOpen(sql)} AND ${isNotQuota(sql)}
             AND (t.due_at IS NULL OR t.due_at < ${dayEnd.toISOString()}::timestamptz)
           ORDER BY t.due_at NULLS LAST, t.id`)
         const quotaRows = prefs.quota_prompts_enabled
           ? yield* Effect.orDie(sql<{ task: Wire }>`
               SELECT steady_task_json(t) || jsonb_build_object('progress_period_end', steady_iso(t.progress_period_end)) AS task
               FROM tasks t
-              WHERE t.user_id = ${user.id} AND (t.is_tracked OR t.progress_target > 1)
-                AND NOT t.done AND t.deleted_at IS NULL AND t.archived_at IS NULL
+              WHERE t.user_id = ${user.id} AND ${isQuota(sql)} AND ${isOpen(sql)}
               ORDER BY t.id`)
           : []
         const defaultSlot = prefs.quota_prompt_slot_id ?? prefs.default_reminder_slot_id

@@ -7,6 +7,7 @@ import type { CurrentUserShape } from "./CurrentUser.js"
 import * as Crypto from "node:crypto"
 import { now as clockNow } from "./ServiceClock.js"
 import { TaskQueries } from "./TaskQueries.js"
+import { isNotQuota, isOpen } from "./WireSql.js"
 
 /** Spec §8: sessions older than an hour are purged when a new one starts. */
 export const REVIEW_SESSION_LIFETIME_MS = 60 * 60 * 1000
@@ -44,8 +45,7 @@ export class Review extends Effect.Service<Review>()("steady/Review", {
           SELECT t.id, t.title, steady_iso(t.due_at) AS due_at, t.priority, t.rrule, t.labels,
                  (${queries.overdue(user.id, now)}) AS overdue
           FROM tasks t
-          WHERE t.user_id = ${user.id} AND NOT t.done AND t.deleted_at IS NULL AND t.archived_at IS NULL
-            AND NOT t.is_reminder AND NOT t.is_tracked AND t.progress_target <= 1
+          WHERE t.user_id = ${user.id} AND ${isOpen(sql)} AND NOT t.is_reminder AND ${isNotQuota(sql)}
             AND t.due_at < ${horizon}::timestamptz
           ORDER BY t.due_at, t.id`)
         const overdue = rows.filter((r) => r.overdue)

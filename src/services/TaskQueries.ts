@@ -7,6 +7,7 @@ import { startOfLocalDay, startOfNextLocalDay } from "../domain/LocalTime.js"
 import type { TaskListQuery } from "../domain/Task.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { normalizeRow, TasksTable } from "./Tables.js"
+import { isOpen, isOverdue, isQuota } from "./WireSql.js"
 
 export const DEFAULT_LIMIT = 200
 
@@ -23,9 +24,7 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
      * date has passed; reminders and quotas are never overdue.
      */
     const overdue = (userId: number, now: Date): Fragment =>
-      sql`t.user_id = ${userId} AND NOT t.done AND t.deleted_at IS NULL AND t.archived_at IS NULL
-        AND NOT t.is_reminder AND NOT t.is_tracked AND t.progress_target <= 1
-        AND t.due_at < ${now.toISOString()}::timestamptz`
+      sql`t.user_id = ${userId} AND ${isOverdue(sql, now)}`
 
     /** Tasks a user may see: their own, and those in projects shared with everyone. */
     const visible = (userId: number): Fragment =>
@@ -48,7 +47,7 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
         const pattern = `%${query.search.trim().replace(/[\\%_]/g, (c) => `\\${c}`)}%`
         out.push(sql`(t.title ILIKE ${pattern} OR t.notes ILIKE ${pattern})`)
       }
-      const quota = sql`(t.is_tracked OR t.progress_target > 1)`
+      const quota = isQuota(sql)
       if (query.kind === "quota") out.push(quota)
       if (query.kind === "reminder") out.push(sql`t.is_reminder AND NOT ${quota}`)
       if (query.kind === "task") out.push(sql`NOT t.is_reminder AND NOT ${quota}`)
@@ -130,7 +129,7 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
                (count(*) FILTER (WHERE ${overdue(user.id, now)}))::int AS overdue,
                (count(*) FILTER (WHERE t.due_at >= ${dayStart}::timestamptz AND t.due_at < ${dayEnd}::timestamptz))::int AS today
         FROM tasks t
-        WHERE t.user_id = ${user.id} AND NOT t.done AND t.deleted_at IS NULL AND t.archived_at IS NULL`.pipe(
+        WHERE t.user_id = ${user.id} AND ${isOpen(sql)}`.pipe(
         Effect.map((rows) => rows[0]!),
         Effect.orDie
       )

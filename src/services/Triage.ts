@@ -5,6 +5,7 @@ import { growthItem, staleTargetAge, type TriageTask } from "../domain/Triage.js
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { now as clockNow } from "./ServiceClock.js"
 import { TaskQueries } from "./TaskQueries.js"
+import { isNotQuota, isOpen } from "./WireSql.js"
 
 /** GET /api/process: read-only, rule-based, only the caller's own open tasks, never reminders or quotas. */
 export class Triage extends Effect.Service<Triage>()("steady/Triage", {
@@ -13,8 +14,7 @@ export class Triage extends Effect.Service<Triage>()("steady/Triage", {
     const queries = yield* TaskQueries
 
     const own = (userId: number) =>
-      sql`t.user_id = ${userId} AND NOT t.done AND t.deleted_at IS NULL AND t.archived_at IS NULL
-        AND NOT t.is_reminder AND NOT t.is_tracked AND t.progress_target <= 1`
+      sql`t.user_id = ${userId} AND ${isOpen(sql)} AND NOT t.is_reminder AND ${isNotQuota(sql)}`
 
     const wireMany = (ids: ReadonlyArray<number>) =>
       ids.length === 0

@@ -9,9 +9,14 @@ import type { Fragment } from "@effect/sql/Statement"
 export const isOpen = (sql: SqlClient.SqlClient): Fragment =>
   sql`NOT t.done AND t.deleted_at IS NULL AND t.archived_at IS NULL`
 
+/** A quota: a target above 1, or tracked (spec §1). */
+export const isQuota = (sql: SqlClient.SqlClient): Fragment => sql`(t.is_tracked OR t.progress_target > 1)`
+
+export const isNotQuota = (sql: SqlClient.SqlClient): Fragment => sql`NOT t.is_tracked AND t.progress_target <= 1`
+
 /** Reminders and quotas are never overdue; a recurring task's due date is its current occurrence. */
 export const isOverdue = (sql: SqlClient.SqlClient, now: Date): Fragment =>
-  sql`${isOpen(sql)} AND NOT t.is_reminder AND NOT t.is_tracked AND t.progress_target <= 1
+  sql`${isOpen(sql)} AND NOT t.is_reminder AND ${isNotQuota(sql)}
     AND t.due_at < ${now.toISOString()}::timestamptz`
 
 /** A project as the wire shows it (spec §2.2), for a project aliased `p`. */
