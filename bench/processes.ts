@@ -81,6 +81,8 @@ export interface Server {
   readonly output: () => string
   /** Lines the process logged at ERROR level (Effect's JSON logger), and the first of them. */
   readonly errors: () => { readonly count: number; readonly first: string | undefined }
+  /** The logged errors by message and innermost cause, with how many times and when first and last. */
+  readonly errorSummary: () => ReadonlyArray<string>
   readonly stop: () => Promise<void>
 }
 
@@ -89,6 +91,18 @@ export const readRssMiB = (pid: number): number | undefined => {
     const status = Fs.readFileSync(`/proc/${pid}/status`, "utf8")
     const match = /^VmRSS:\s+(\d+)\s+kB$/m.exec(status)
     return match === null ? undefined : Number(match[1]) / 1024
+  } catch {
+    return undefined
+  }
+}
+
+/** Resident set size now and its peak so far (VmHWM), in MiB, from /proc/<pid>/status. */
+export const readMemoryMiB = (pid: number): { readonly rss: number; readonly hwm: number } | undefined => {
+  try {
+    const status = Fs.readFileSync(`/proc/${pid}/status`, "utf8")
+    const rss = /^VmRSS:\s+(\d+)\s+kB$/m.exec(status)
+    const hwm = /^VmHWM:\s+(\d+)\s+kB$/m.exec(status)
+    return rss === null || hwm === null ? undefined : { rss: Number(rss[1]) / 1024, hwm: Number(hwm[1]) / 1024 }
   } catch {
     return undefined
   }
@@ -139,6 +153,7 @@ export const startServer = async (options: {
   let pending = ""
   let errorCount = 0
   let firstError: string | undefined
+  const kinds = new Map<string, { count: number; first: string; last: string }>()
   const keep = (chunk: Buffer) => {
     const text = chunk.toString()
     output = (output + text).slice(-8192)
@@ -148,6 +163,24 @@ export const startServer = async (options: {
       if (!line.includes(`"logLevel":"ERROR"`)) continue
       errorCount++
       firstError ??= line.slice(0, 2000)
+      let key = line.slice(0, 200)
+      let at = ""
+      try {
+        const entry = JSON.parse(line) as { message?: unknown; timestamp?: unknown; cause?: unknown }
+        const causes = [...String(entry.cause ?? "").matchAll(/(?:^|\n)\s*(?:\[cause\]: )?(\w*Error|error): ([^\n]*)/g)]
+        const innermost = causes.at(-1)
+        key = `${String(entry.message).replace(/[0-9a-f]{8}-[0-9a-f-]{27}/g, "<id>")}` +
+          (innermost === undefined ? "" : ` (${innermost[1]}: ${innermost[2]!.slice(0, 160)})`)
+        at = String(entry.timestamp ?? "").slice(11, 23)
+      } catch {
+        // not JSON: keep the line's start
+      }
+      const kind = kinds.get(key)
+      if (kind === undefined) kinds.set(key, { count: 1, first: at, last: at })
+      else {
+        kind.count++
+        kind.last = at
+      }
     }
   }
   child.stdout!.on("data", keep)
@@ -186,6 +219,7 @@ export const startServer = async (options: {
     cpuMs: () => readCpuMs(pid),
     output: () => output,
     errors: () => ({ count: errorCount, first: firstError }),
+    errorSummary: () => [...kinds].map(([key, k]) => `${k.count} × ${key}, ${k.first}${k.count > 1 ? ` to ${k.last}` : ""}`),
     stop
   }
 }

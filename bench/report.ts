@@ -160,3 +160,29 @@ export const printReport = (measurements: ReadonlyArray<Measurement>, config: Re
     }
   }
 }
+
+/** A scenario's own block of the report: a title and preformatted lines. */
+export interface Section {
+  readonly title: string
+  readonly lines: ReadonlyArray<string>
+}
+
+/** A plain text table; columns for which `numeric` holds are right-aligned. */
+export const formatTable = (
+  header: ReadonlyArray<string>,
+  rows: ReadonlyArray<ReadonlyArray<string>>,
+  numeric: (column: number) => boolean
+): Array<string> => {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)))
+  const line = (cells: ReadonlyArray<string>) =>
+    cells.map((v, i) => (i >= widths.length ? v : numeric(i) ? v.padStart(widths[i]!) : v.padEnd(widths[i]!))).join("  ").trimEnd()
+  return [line(header), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)]
+}
+
+export const printSections = (sections: ReadonlyArray<Section>) => {
+  for (const section of sections) {
+    console.log("")
+    console.log(section.title)
+    for (const line of section.lines) console.log(line)
+  }
+}

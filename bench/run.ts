@@ -1,185 +1,59 @@
 /**
- * `npm run bench`: seeds a fresh database (20 users, 10,000 tasks for one of them), starts
- * the built service on it and drives six scenarios with autocannon; on PostgreSQL it also
- * runs a bare `node:http` + `pg` baseline (bench/baseline.ts) over the same SQL for the two
- * read scenarios, in interleaved A/B rounds, and reports ours/baseline ratios.
+ * `npm run bench`: four groups of scenarios, each on a fresh database of its own, on
+ * PostgreSQL and on the embedded database.
  *
- * Everything stays on 127.0.0.1; child servers, the created database and the temporary data
- * directories are removed however the run ends.
+ *   endpoints    seeds 20 users (10,000 tasks for one of them), starts the built service and
+ *                drives six endpoints with autocannon; on PostgreSQL it also runs a bare
+ *                `node:http` + `pg` baseline (bench/baseline.ts) over the same SQL for the two
+ *                read scenarios, in interleaved A/B rounds, and reports ours/baseline ratios.
+ *   webhooks     POST and PATCH /api/tasks with no webhooks, 3 webhooks to a fast receiver
+ *                and 3 to a receiver that never answers (bench/webhooks.ts).
+ *   export       GET /api/export as JSON and CSV for a user with 100,000 tasks: time, bytes,
+ *                the service's RSS before and at its peak (bench/export.ts).
+ *   quota-sweep  Quotas.sweep() in-process over 100,000 quotas with 1,000, none and 10,000
+ *                ended periods (bench/quota-sweep.ts).
+ *
+ * Everything stays on 127.0.0.1; child servers, receivers, the created databases and the
+ * temporary data directories are removed however the run ends.
  *
  * Environment (all optional):
- *   BENCH_DURATION     seconds per measured scenario run   (10)
- *   BENCH_WARMUP       seconds of warm-up before each run    (2)
- *   BENCH_CONNECTIONS  concurrent connections               (32)
- *   BENCH_ROUNDS       A/B rounds for the compared scenarios (2)
+ *   BENCH_SCENARIOS    "endpoints,webhooks,export,quota-sweep", or some of them (all)
  *   BENCH_DATABASES    "postgres,embedded", or one of them
+ *   BENCH_DURATION     seconds per measured autocannon run   (10)
+ *   BENCH_WARMUP       seconds of warm-up before each run      (2)
+ *   BENCH_CONNECTIONS  concurrent connections                 (32)
+ *   BENCH_ROUNDS       interleaved rounds of compared runs     (2)
  *   BENCH_PG_URL       admin URL of the PostgreSQL server  (postgres://postgres@127.0.0.1:5432/test)
- *   BENCH_TASKS        tasks of the main user              (10000)
+ *   BENCH_TASKS        tasks of the main user (endpoints, webhooks)  (10000)
+ *   BENCH_EXPORT_TASKS tasks of the exporting user                    (100000)
+ *   BENCH_QUOTAS       quotas seeded for the sweep                    (100000)
+ *   BENCH_QUOTA_ENDED  of which have an ended period; ×10 later       (1000)
+ *   BENCH_QUOTA_USERS  users the quotas are spread over               (100)
  *   BENCH_SKIP_BUILD   1 to use the existing dist/
  */
-import { PGlite } from "@electric-sql/pglite"
-import * as Crypto from "node:crypto"
-import * as Fs from "node:fs"
 import * as Os from "node:os"
-import * as Path from "node:path"
-import { fileURLToPath } from "node:url"
-import Pg from "pg"
-import { drive, makeScenarios, probe, type Scenario } from "./load.js"
+import { exportScenario } from "./export.js"
+import { makeScenarios, probe, type Scenario } from "./load.js"
+import { cleanupAll, runCommand, type Server } from "./processes.js"
+import { quotaSweep } from "./quota-sweep.js"
+import { type Database, type Measurement, printReport, printSections, type Section, type ServerKind } from "./report.js"
+import { seed } from "./seed.js"
 import {
-  cleanupAll,
-  cpuDelta,
-  databaseBackendsCpuMs,
-  freePort,
-  onCleanup,
-  runCommand,
-  type Server,
-  sleep,
-  startServer
-} from "./processes.js"
-import { type Database, type Measurement, printReport, type ServerKind } from "./report.js"
-import { type Exec, seed, type Seeded } from "./seed.js"
-
-const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "..")
-
-const numberEnv = (name: string, fallback: number, min: number, max: number) => {
-  const raw = process.env[name]
-  if (raw === undefined || raw.trim() === "") return fallback
-  const value = Number(raw)
-  if (!Number.isFinite(value) || value < min || value > max) throw new Error(`${name} must be a number from ${min} to ${max}`)
-  return value
-}
-
-const config = {
-  duration: numberEnv("BENCH_DURATION", 10, 1, 120),
-  warmup: numberEnv("BENCH_WARMUP", 2, 0, 60),
-  connections: numberEnv("BENCH_CONNECTIONS", 32, 1, 1000),
-  rounds: numberEnv("BENCH_ROUNDS", 2, 1, 10),
-  tasks: numberEnv("BENCH_TASKS", 10_000, 10, 200_000),
-  users: 20,
-  databases: (process.env.BENCH_DATABASES ?? "postgres,embedded").split(",").map((s) => s.trim()).filter((s) => s !== ""),
-  pgUrl: process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test",
-  skipBuild: process.env.BENCH_SKIP_BUILD === "1"
-}
-
-for (const db of config.databases) {
-  if (db !== "postgres" && db !== "embedded") throw new Error(`BENCH_DATABASES: unknown database "${db}"`)
-}
-const pgHost = new URL(config.pgUrl).hostname
-if (!["127.0.0.1", "localhost", "::1", "[::1]"].includes(pgHost)) {
-  throw new Error(`BENCH_PG_URL must point at a local server (127.0.0.1), not ${pgHost}`)
-}
+  config,
+  describeRun,
+  log,
+  measureRun,
+  prepare,
+  ROOT,
+  type ScenarioGroup,
+  selected,
+  startBaseline,
+  startOurs
+} from "./setup.js"
+import { webhooksScenario } from "./webhooks.js"
 
 const measurements: Array<Measurement> = []
-
-const log = (message: string) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}`)
-
-/** The environment of a child process: ours, minus any database settings of the caller. */
-const childEnv = (extra: Record<string, string>): NodeJS.ProcessEnv => {
-  const env: NodeJS.ProcessEnv = { ...process.env }
-  delete env.DATABASE_URL
-  delete env.DATA_DIR
-  delete env.SERVICE_NOW
-  delete env.NODE_OPTIONS
-  return { ...env, NODE_ENV: "production", ...extra }
-}
-
-const withDatabaseName = (base: string, name: string) => {
-  const url = new URL(base)
-  url.pathname = `/${name}`
-  return url.toString()
-}
-
-interface Prepared {
-  readonly env: Record<string, string>
-  readonly seeded: Seeded
-  readonly databaseUrl: string | undefined
-  /** The PostgreSQL database's name, for reading its backends' CPU time. */
-  readonly databaseName: string | undefined
-}
-
-const migrate = (env: Record<string, string>) =>
-  runCommand(process.execPath, [Path.join(ROOT, "dist/src/cli.js"), "migrate"], { env: childEnv(env), timeoutMs: 120_000 })
-
-const seedOptions = () => ({ users: config.users, mainTasks: config.tasks })
-
-/** A fresh PostgreSQL database, migrated by the service's CLI, then seeded; dropped at the end. */
-const preparePostgres = async (): Promise<Prepared> => {
-  const name = `steady_bench_${Crypto.randomBytes(5).toString("hex")}`
-  const admin = new Pg.Client({ connectionString: config.pgUrl })
-  await admin.connect()
-  try {
-    await admin.query(`CREATE DATABASE ${name}`)
-  } finally {
-    await admin.end()
-  }
-  onCleanup(`drop database ${name}`, async () => {
-    const client = new Pg.Client({ connectionString: config.pgUrl })
-    await client.connect()
-    try {
-      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
-    } finally {
-      await client.end()
-    }
-    log(`dropped database ${name}`)
-  })
-  const databaseUrl = withDatabaseName(config.pgUrl, name)
-  const env = { DATABASE_URL: databaseUrl }
-  await migrate(env)
-  const client = new Pg.Client({ connectionString: databaseUrl })
-  await client.connect()
-  try {
-    const exec: Exec = async (text, params) => (await client.query(text, params === undefined ? [] : [...params])).rows
-    const seeded = await seed(exec, seedOptions())
-    await client.query("VACUUM ANALYZE")
-    return { env, seeded, databaseUrl, databaseName: name }
-  } finally {
-    await client.end()
-  }
-}
-
-/** A fresh embedded data directory, migrated by the CLI, seeded in-process with PGlite, then closed. */
-const prepareEmbedded = async (): Promise<Prepared> => {
-  const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "steady-bench-"))
-  onCleanup(`remove ${dataDir}`, async () => Fs.rmSync(dataDir, { recursive: true, force: true }))
-  const env = { DATA_DIR: dataDir }
-  await migrate(env)
-  const db = new PGlite(dataDir)
-  await db.waitReady
-  try {
-    await db.exec("SET TIME ZONE 'UTC'")
-    const exec: Exec = async (text, params) =>
-      (await db.query<Record<string, unknown>>(text, params === undefined ? [] : [...params])).rows
-    const seeded = await seed(exec, seedOptions())
-    await db.exec("VACUUM ANALYZE")
-    return { env, seeded, databaseUrl: undefined, databaseName: undefined }
-  } finally {
-    await db.close()
-  }
-}
-
-const startOurs = async (env: Record<string, string>) => {
-  const port = await freePort()
-  return startServer({
-    name: "steady",
-    args: [Path.join(ROOT, "dist/src/main.js")],
-    env: childEnv({ ...env, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn" }),
-    port,
-    healthPath: "/api/health",
-    startTimeoutMs: 90_000
-  })
-}
-
-const startBaseline = async (databaseUrl: string) => {
-  const port = await freePort()
-  return startServer({
-    name: "baseline",
-    args: ["--import", "tsx", Path.join(ROOT, "bench/baseline.ts")],
-    env: childEnv({ DATABASE_URL: databaseUrl, PORT: String(port), HOST: "127.0.0.1" }),
-    port,
-    healthPath: "/health",
-    startTimeoutMs: 30_000
-  })
-}
+const sections: Array<Section> = []
 
 const measure = async (
   scenario: Scenario,
@@ -190,31 +64,9 @@ const measure = async (
   token: string,
   databaseName: string | undefined
 ) => {
-  const options = { baseUrl: server.baseUrl, token, connections: config.connections }
-  // Let the previous run's dropped connections and cancelled queries settle first.
-  await sleep(500)
-  if (config.warmup > 0) await drive(scenario, { ...options, durationSeconds: config.warmup })
-  const cpuBefore = server.cpuMs()
-  const dbBefore = databaseName === undefined ? undefined : databaseBackendsCpuMs(databaseName)
-  const result = await drive(scenario, { ...options, durationSeconds: config.duration })
-  const cpuAfter = server.cpuMs()
-  const dbAfter = databaseName === undefined ? undefined : databaseBackendsCpuMs(databaseName)
-  const rssMiB = server.rssMiB()
-  const cpuPerRequest = cpuBefore === undefined || cpuAfter === undefined || result.total === 0
-    ? undefined
-    : (cpuAfter - cpuBefore) / result.total
-  const dbCpuPerRequest = dbBefore === undefined || dbAfter === undefined || result.total === 0
-    ? undefined
-    : cpuDelta(dbBefore, dbAfter) / result.total
-  measurements.push({ scenario, database, server: kind, round, result, rssMiB, cpuPerRequest, dbCpuPerRequest })
-  log(
-    `${database} ${kind.padEnd(8)} ${scenario.label.padEnd(24)} r${round} ` +
-      `${result.requestsPerSecond.toFixed(0)} req/s p50 ${result.p50} ms p99 ${result.p99} ms` +
-      (cpuPerRequest === undefined ? "" : ` cpu ${cpuPerRequest.toFixed(2)} ms/req`) +
-      (dbCpuPerRequest === undefined ? "" : ` db cpu ${dbCpuPerRequest.toFixed(2)} ms/req`) +
-      ` load ${Os.loadavg()[0]!.toFixed(1)}` +
-      (result.bad > 0 ? ` (${result.bad} failed or non-2xx)` : "")
-  )
+  const run = await measureRun(scenario, server, token, databaseName)
+  measurements.push({ scenario, database, server: kind, round, ...run })
+  log(`${database} ${kind.padEnd(8)} ${scenario.label.padEnd(24)} r${round} ${describeRun(run)}`)
 }
 
 /** Same SQL, same data: the baseline must send exactly the service's bytes. */
@@ -223,9 +75,9 @@ const checkSameBodies = async (scenario: Scenario, ours: Server, baseline: Serve
   if (a !== b) throw new Error(`${scenario.label}: the baseline's body differs from the service's`)
 }
 
-const benchDatabase = async (database: Database) => {
+const benchEndpoints = async (database: Database) => {
   log(`${database}: preparing a fresh database with ${config.users} users and ${config.tasks} tasks for one of them`)
-  const prepared = database === "postgres" ? await preparePostgres() : await prepareEmbedded()
+  const prepared = await prepare(database, (exec) => seed(exec, { users: config.users, mainTasks: config.tasks }))
   const { seeded } = prepared
   log(`${database}: seeded ${seeded.taskCount} tasks`)
   const scenarios = makeScenarios(seeded)
@@ -257,7 +109,7 @@ const benchDatabase = async (database: Database) => {
     }
     const errors = ours.errors()
     if (errors.count > 0) {
-      log(`${database}: the service logged ${errors.count} error(s) during the run; the first:\n${errors.first}`)
+      log(`${database}: the service logged ${errors.count} error(s) during the run: ${ours.errorSummary().join("; ")}; the first:\n${errors.first}`)
     }
   } catch (error) {
     console.error(`service output:\n${ours.output()}`)
@@ -265,17 +117,49 @@ const benchDatabase = async (database: Database) => {
   } finally {
     await ours.stop()
     if (baseline !== undefined) await baseline.stop()
-    await cleanupAll()
   }
 }
 
 // ---- main ----
 
-const perDatabaseSeconds = (database: string) => {
-  const runs = database === "postgres" ? 2 * 2 * config.rounds + 4 : 6
-  return runs * (config.duration + config.warmup + 3) + 180
+/** Generous upper bounds, in seconds, for the watchdog. */
+const groupSeconds = (group: ScenarioGroup, database: string) => {
+  const run = config.duration + config.warmup + 3
+  switch (group) {
+    case "endpoints":
+      return (database === "postgres" ? 2 * 2 * config.rounds + 4 : 6) * run + 180
+    case "webhooks":
+      // Runs, the fast receiver's backlog (up to 90 s a run), the wait for hanging attempts.
+      return 3 * 2 * config.rounds * (run + 1) + 2 * config.rounds * 92 + 20 * config.rounds + 180
+    case "export":
+      return (2 * config.rounds + 1) * Math.max(30, config.exportTasks / 2000) + config.exportTasks / 1000 + 180
+    case "quota-sweep":
+      return config.quotaEnded * 11 * 0.01 + config.quotas / 1000 + 180
+  }
 }
-const budgetMs = (config.databases.reduce((s, d) => s + perDatabaseSeconds(d), 0) + 300) * 1000
+const GROUPS: ReadonlyArray<ScenarioGroup> = ["endpoints", "webhooks", "export", "quota-sweep"]
+const groups = GROUPS.filter(selected)
+const budgetMs = (config.databases.reduce((s, d) => s + groups.reduce((t, g) => t + groupSeconds(g, d), 0), 0) + 300) * 1000
+
+const runGroup = async (group: ScenarioGroup, database: Database) => {
+  try {
+    switch (group) {
+      case "endpoints":
+        return await benchEndpoints(database)
+      case "webhooks":
+        sections.push(await webhooksScenario(database))
+        return
+      case "export":
+        sections.push(await exportScenario(database))
+        return
+      case "quota-sweep":
+        sections.push(await quotaSweep(database))
+        return
+    }
+  } finally {
+    await cleanupAll()
+  }
+}
 
 const startLoad = Os.loadavg()[0]!
 let interrupted = false
@@ -293,12 +177,17 @@ watchdog.unref()
 
 const main = async () => {
   try {
-    if (!config.skipBuild) {
+    // The quota sweep runs the sources in-process; everything else starts the built service.
+    if (!config.skipBuild && groups.some((g) => g !== "quota-sweep")) {
       log("building (npm run build)")
       await runCommand("npm", ["run", "build"], { timeoutMs: 180_000, cwd: ROOT })
     }
-    for (const database of config.databases) await benchDatabase(database as Database)
-    printReport(measurements, { ...config, startLoad })
+    log(`scenarios ${groups.join(", ")} on ${config.databases.join(", ")}; time budget ${Math.round(budgetMs / 1000)} s`)
+    for (const database of config.databases) {
+      for (const group of groups) await runGroup(group, database as Database)
+    }
+    if (measurements.length > 0) printReport(measurements, { ...config, startLoad })
+    printSections(sections)
   } finally {
     await cleanupAll()
     clearTimeout(watchdog)

@@ -76,9 +76,9 @@ SELECT $1::int,
 FROM (
   SELECT i,
     $3::timestamptz AS now_,
-    (i * 7919) % 10 < 3 AS done,
+    (i::bigint * 7919) % 10 < 3 AS done,
     CASE WHEN i % 5 = 0 THEN NULL
-         ELSE date_trunc('hour', $3::timestamptz) + make_interval(days => ((i * 7919) % 240) - 60, hours => i % 24)
+         ELSE date_trunc('hour', $3::timestamptz) + make_interval(days => ((i::bigint * 7919) % 240)::int - 60, hours => i % 24)
     END AS due,
     $5::text || ' ' || (ARRAY['Call', 'Email', 'Buy', 'Fix', 'Review', 'Plan', 'Write', 'Clean', 'Book', 'Read'])[1 + i % 10]
       || ' ' || (ARRAY['the report', 'groceries', 'dentist', 'the garden', 'invoices', 'slides', 'tax forms',
@@ -139,12 +139,12 @@ export const seed = async (exec: Exec, options: SeedOptions, now = new Date()): 
   }
 
   const readIds = await exec(
-    `SELECT id FROM tasks WHERE user_id = $1 AND deleted_at IS NULL ORDER BY (id * 7919) % 1009, id LIMIT 1000`,
+    `SELECT id FROM tasks WHERE user_id = $1 AND deleted_at IS NULL ORDER BY (id::bigint * 7919) % 1009, id LIMIT 1000`,
     [main.id]
   )
   const patchIds = await exec(
     `SELECT id FROM tasks WHERE user_id = $1 AND deleted_at IS NULL AND NOT done AND rrule IS NULL
-       AND NOT is_tracked AND progress_target = 1 ORDER BY (id * 104729) % 1013, id LIMIT 1000`,
+       AND NOT is_tracked AND progress_target = 1 ORDER BY (id::bigint * 104729) % 1013, id LIMIT 1000`,
     [main.id]
   )
   const [count] = await exec(`SELECT count(*)::int AS n FROM tasks`)

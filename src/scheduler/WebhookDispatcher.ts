@@ -1,5 +1,5 @@
 import * as SqlClient from "@effect/sql/SqlClient"
-import { Duration, Effect, FiberSet, Layer, Schedule } from "effect"
+import { Duration, Effect, FiberSet, Layer, Ref, Schedule } from "effect"
 import { AppConfig } from "../services/AppConfig.js"
 import { now as clockNow } from "../services/ServiceClock.js"
 import { type AttemptResult, postOnce, serviceSignature, standardSignature } from "../services/WebhookSender.js"
@@ -127,11 +127,19 @@ export const WebhookDispatcherLive = Layer.scopedDiscard(
     const wakeup = yield* WebhookWakeup
     const dispatcher = yield* makeDispatcher
     const inFlight = yield* FiberSet.make()
+    // Slots in use. A delivery that ends frees its slot and then wakes the loop, so the next
+    // due delivery is claimed at once, not at the next poll (which capped a backlog at
+    // MAX_IN_FLIGHT deliveries per WEBHOOK_POLL when nothing else woke the loop).
+    const busy = yield* Ref.make(0)
+    const release = Effect.zipRight(Ref.update(busy, (n) => n - 1), wakeup.wake)
     const loop = Effect.gen(function*() {
-      const free = MAX_IN_FLIGHT - (yield* FiberSet.size(inFlight))
+      const free = MAX_IN_FLIGHT - (yield* Ref.get(busy))
       if (free > 0) {
         const claimed = yield* dispatcher.claim(free)
-        for (const delivery of claimed) yield* FiberSet.run(inFlight, dispatcher.deliver(delivery))
+        for (const delivery of claimed) {
+          yield* Ref.update(busy, (n) => n + 1)
+          yield* FiberSet.run(inFlight, Effect.ensuring(dispatcher.deliver(delivery), release))
+        }
         if (claimed.length === free) return
       }
       yield* wakeup.wait(WEBHOOK_POLL)

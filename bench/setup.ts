@@ -1,0 +1,230 @@
+import { PGlite } from "@electric-sql/pglite"
+import * as Crypto from "node:crypto"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { fileURLToPath } from "node:url"
+import Pg from "pg"
+import { drive, type LoadResult, type Scenario } from "./load.js"
+import { cpuDelta, databaseBackendsCpuMs, freePort, onCleanup, runCommand, type Server, sleep, startServer } from "./processes.js"
+import type { Database } from "./report.js"
+import type { Exec } from "./seed.js"
+
+/**
+ * What every part of `npm run bench` shares: the settings read from the environment,
+ * fresh databases (created, migrated, seeded, and removed at the end), and starting the
+ * built service or the baseline on 127.0.0.1.
+ */
+
+export const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "..")
+
+const numberEnv = (name: string, fallback: number, min: number, max: number) => {
+  const raw = process.env[name]
+  if (raw === undefined || raw.trim() === "") return fallback
+  const value = Number(raw)
+  if (!Number.isFinite(value) || value < min || value > max) throw new Error(`${name} must be a number from ${min} to ${max}`)
+  return value
+}
+
+const listEnv = (name: string, fallback: string) =>
+  (process.env[name] ?? fallback).split(",").map((s) => s.trim()).filter((s) => s !== "")
+
+export const ALL_SCENARIOS = ["endpoints", "webhooks", "export", "quota-sweep"] as const
+export type ScenarioGroup = (typeof ALL_SCENARIOS)[number]
+
+export const config = {
+  duration: numberEnv("BENCH_DURATION", 10, 1, 120),
+  warmup: numberEnv("BENCH_WARMUP", 2, 0, 60),
+  connections: numberEnv("BENCH_CONNECTIONS", 32, 1, 1000),
+  rounds: numberEnv("BENCH_ROUNDS", 2, 1, 10),
+  tasks: numberEnv("BENCH_TASKS", 10_000, 10, 200_000),
+  users: 20,
+  databases: listEnv("BENCH_DATABASES", "postgres,embedded"),
+  scenarios: listEnv("BENCH_SCENARIOS", ALL_SCENARIOS.join(",")),
+  pgUrl: process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test",
+  skipBuild: process.env.BENCH_SKIP_BUILD === "1",
+  /** quota-sweep: quotas seeded, and how many of them have an ended period. */
+  quotas: numberEnv("BENCH_QUOTAS", 100_000, 1_000, 1_000_000),
+  quotaEnded: numberEnv("BENCH_QUOTA_ENDED", 1_000, 10, 100_000),
+  quotaUsers: numberEnv("BENCH_QUOTA_USERS", 100, 1, 10_000),
+  /** export: tasks of the exporting user. */
+  exportTasks: numberEnv("BENCH_EXPORT_TASKS", 100_000, 10, 1_000_000)
+}
+
+for (const db of config.databases) {
+  if (db !== "postgres" && db !== "embedded") throw new Error(`BENCH_DATABASES: unknown database "${db}"`)
+}
+for (const s of config.scenarios) {
+  if (!(ALL_SCENARIOS as ReadonlyArray<string>).includes(s)) {
+    throw new Error(`BENCH_SCENARIOS: unknown scenario "${s}" (use ${ALL_SCENARIOS.join(", ")})`)
+  }
+}
+if (config.quotaEnded * 10 > config.quotas) throw new Error("BENCH_QUOTA_ENDED × 10 must not exceed BENCH_QUOTAS")
+const pgHost = new URL(config.pgUrl).hostname
+if (!["127.0.0.1", "localhost", "::1", "[::1]"].includes(pgHost)) {
+  throw new Error(`BENCH_PG_URL must point at a local server (127.0.0.1), not ${pgHost}`)
+}
+
+export const selected = (group: ScenarioGroup) => config.scenarios.includes(group)
+
+export const log = (message: string) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}`)
+
+/** The environment of a child process: ours, minus any database settings of the caller. */
+export const childEnv = (extra: Record<string, string>): NodeJS.ProcessEnv => {
+  const env: NodeJS.ProcessEnv = { ...process.env }
+  delete env.DATABASE_URL
+  delete env.DATA_DIR
+  delete env.SERVICE_NOW
+  delete env.NODE_OPTIONS
+  return { ...env, NODE_ENV: "production", ...extra }
+}
+
+const withDatabaseName = (base: string, name: string) => {
+  const url = new URL(base)
+  url.pathname = `/${name}`
+  return url.toString()
+}
+
+/** An empty database: a new PostgreSQL database, or a new embedded data directory. Removed at the end. */
+export interface FreshDatabase {
+  /** DATABASE_URL or DATA_DIR, for the service. */
+  readonly env: Record<string, string>
+  readonly databaseUrl: string | undefined
+  readonly dataDir: string | undefined
+  /** The PostgreSQL database's name, for reading its backends' CPU time. */
+  readonly databaseName: string | undefined
+}
+
+export const freshDatabase = async (database: Database): Promise<FreshDatabase> => {
+  if (database === "embedded") {
+    const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "steady-bench-"))
+    onCleanup(`remove ${dataDir}`, async () => Fs.rmSync(dataDir, { recursive: true, force: true }))
+    return { env: { DATA_DIR: dataDir }, databaseUrl: undefined, dataDir, databaseName: undefined }
+  }
+  const name = `steady_bench_${Crypto.randomBytes(5).toString("hex")}`
+  const admin = new Pg.Client({ connectionString: config.pgUrl })
+  await admin.connect()
+  try {
+    await admin.query(`CREATE DATABASE ${name}`)
+  } finally {
+    await admin.end()
+  }
+  onCleanup(`drop database ${name}`, async () => {
+    const client = new Pg.Client({ connectionString: config.pgUrl })
+    await client.connect()
+    try {
+      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+    } finally {
+      await client.end()
+    }
+    log(`dropped database ${name}`)
+  })
+  const databaseUrl = withDatabaseName(config.pgUrl, name)
+  return { env: { DATABASE_URL: databaseUrl }, databaseUrl, dataDir: undefined, databaseName: name }
+}
+
+export interface Prepared<T> extends FreshDatabase {
+  readonly seeded: T
+}
+
+const migrate = (env: Record<string, string>) =>
+  runCommand(process.execPath, [Path.join(ROOT, "dist/src/cli.js"), "migrate"], { env: childEnv(env), timeoutMs: 120_000 })
+
+/**
+ * A fresh database, migrated by the service's CLI, then seeded with direct SQL (through
+ * `pg`, or PGlite in-process, closed again before the service opens the directory).
+ */
+export const prepare = async <T>(database: Database, seedWith: (exec: Exec) => Promise<T>): Promise<Prepared<T>> => {
+  const fresh = await freshDatabase(database)
+  await migrate(fresh.env)
+  if (fresh.databaseUrl !== undefined) {
+    const client = new Pg.Client({ connectionString: fresh.databaseUrl })
+    await client.connect()
+    try {
+      const exec: Exec = async (text, params) => (await client.query(text, params === undefined ? [] : [...params])).rows
+      const seeded = await seedWith(exec)
+      await client.query("VACUUM ANALYZE")
+      return { ...fresh, seeded }
+    } finally {
+      await client.end()
+    }
+  }
+  const db = new PGlite(fresh.dataDir!)
+  await db.waitReady
+  try {
+    await db.exec("SET TIME ZONE 'UTC'")
+    const exec: Exec = async (text, params) =>
+      (await db.query<Record<string, unknown>>(text, params === undefined ? [] : [...params])).rows
+    const seeded = await seedWith(exec)
+    await db.exec("VACUUM ANALYZE")
+    return { ...fresh, seeded }
+  } finally {
+    await db.close()
+  }
+}
+
+export const startOurs = async (env: Record<string, string>) => {
+  const port = await freePort()
+  return startServer({
+    name: "steady",
+    args: [Path.join(ROOT, "dist/src/main.js")],
+    env: childEnv({ ...env, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn" }),
+    port,
+    healthPath: "/api/health",
+    startTimeoutMs: 90_000
+  })
+}
+
+export const startBaseline = async (databaseUrl: string) => {
+  const port = await freePort()
+  return startServer({
+    name: "baseline",
+    args: ["--import", "tsx", Path.join(ROOT, "bench/baseline.ts")],
+    env: childEnv({ DATABASE_URL: databaseUrl, PORT: String(port), HOST: "127.0.0.1" }),
+    port,
+    healthPath: "/health",
+    startTimeoutMs: 30_000
+  })
+}
+
+export interface Run {
+  readonly result: LoadResult
+  readonly rssMiB: number | undefined
+  /** Server CPU time per completed request, in ms. */
+  readonly cpuPerRequest: number | undefined
+  /** CPU time of the database's backends per completed request, in ms (PostgreSQL only). */
+  readonly dbCpuPerRequest: number | undefined
+}
+
+/** A warm-up, then one measured autocannon run, with the server's and the database's CPU time. */
+export const measureRun = async (
+  scenario: Scenario,
+  server: Server,
+  token: string,
+  databaseName: string | undefined
+): Promise<Run> => {
+  const options = { baseUrl: server.baseUrl, token, connections: config.connections }
+  // Let the previous run's dropped connections and cancelled queries settle first.
+  await sleep(500)
+  if (config.warmup > 0) await drive(scenario, { ...options, durationSeconds: config.warmup })
+  const cpuBefore = server.cpuMs()
+  const dbBefore = databaseName === undefined ? undefined : databaseBackendsCpuMs(databaseName)
+  const result = await drive(scenario, { ...options, durationSeconds: config.duration })
+  const cpuAfter = server.cpuMs()
+  const dbAfter = databaseName === undefined ? undefined : databaseBackendsCpuMs(databaseName)
+  const rssMiB = server.rssMiB()
+  const cpuPerRequest = cpuBefore === undefined || cpuAfter === undefined || result.total === 0
+    ? undefined
+    : (cpuAfter - cpuBefore) / result.total
+  const dbCpuPerRequest = dbBefore === undefined || dbAfter === undefined || result.total === 0
+    ? undefined
+    : cpuDelta(dbBefore, dbAfter) / result.total
+  return { result, rssMiB, cpuPerRequest, dbCpuPerRequest }
+}
+
+export const describeRun = (run: Run) =>
+  `${run.result.requestsPerSecond.toFixed(0)} req/s p50 ${run.result.p50} ms p99 ${run.result.p99} ms` +
+  (run.cpuPerRequest === undefined ? "" : ` cpu ${run.cpuPerRequest.toFixed(2)} ms/req`) +
+  (run.dbCpuPerRequest === undefined ? "" : ` db cpu ${run.dbCpuPerRequest.toFixed(2)} ms/req`) +
+  ` load ${Os.loadavg()[0]!.toFixed(1)}` +
+  (run.result.bad > 0 ? ` (${run.result.bad} failed or non-2xx)` : "")
