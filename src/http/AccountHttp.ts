@@ -6,7 +6,7 @@ import { Credentials, SESSION_COOKIE, SESSION_LIFETIME_DAYS } from "../services/
 import { CurrentUser, type CurrentUserShape } from "../services/CurrentUser.js"
 import { PreferencesService } from "../services/PreferencesService.js"
 import { Api } from "./Api.js"
-import { sendData } from "./Envelope.js"
+import { sendData, whole } from "./Envelope.js"
 
 const meOf = (preferences: PreferencesService) => (user: CurrentUserShape) =>
   Effect.map(preferences.get(user), (prefs) => ({
@@ -22,22 +22,22 @@ export const AccountHttpLive = HttpApiBuilder.group(Api, "account", (handlers) =
     const credentials = yield* Credentials
     const me = meOf(preferences)
     return handlers
-      .handle("me", () => Effect.flatMap(CurrentUser, me).pipe(Effect.map((body) => sendData(body))))
-      .handle("preferences", () => Effect.flatMap(CurrentUser, preferences.get).pipe(Effect.map((p) => sendData(p))))
+      .handle("me", () => Effect.flatMap(CurrentUser, me).pipe(Effect.map((body) => sendData(body))), whole)
+      .handle("preferences", () => Effect.flatMap(CurrentUser, preferences.get).pipe(Effect.map((p) => sendData(p))), whole)
       .handle("updatePreferences", ({ payload }) =>
-        Effect.flatMap(CurrentUser, (user) => preferences.update(user, payload)).pipe(Effect.map((p) => sendData(p))))
+        Effect.flatMap(CurrentUser, (user) => preferences.update(user, payload)).pipe(Effect.map((p) => sendData(p))), whole)
       .handle("tokens", () =>
         Effect.flatMap(CurrentUser, (user) => credentials.listTokens(user.id)).pipe(
           Effect.map((tokens) => sendData({ tokens }))
-        ))
+        ), whole)
       .handle("createToken", ({ payload }) =>
         Effect.flatMap(CurrentUser, (user) => credentials.createToken(user.id, payload.name.trim())).pipe(
           Effect.map((token) => sendData(token, 201))
-        ))
+        ), whole)
       .handle("deleteToken", ({ path }) =>
         Effect.flatMap(CurrentUser, (user) => credentials.deleteToken(user.id, path.id)).pipe(
           Effect.as(sendData({ deleted: true }))
-        ))
+        ), whole)
   }))
 
 export const SessionHttpLive = HttpApiBuilder.group(Api, "session", (handlers) =>
@@ -60,7 +60,7 @@ export const SessionHttpLive = HttpApiBuilder.group(Api, "session", (handlers) =
             // A lifetime, not a date: the service clock may be shifted (SERVICE_NOW), the browser's is not.
             maxAge: Duration.days(SESSION_LIFETIME_DAYS)
           }).pipe(Effect.orDie)
-        }))
+        }), whole)
       .handle("deleteSession", () =>
         Effect.gen(function*() {
           const request = yield* HttpServerRequest.HttpServerRequest
@@ -69,5 +69,5 @@ export const SessionHttpLive = HttpApiBuilder.group(Api, "session", (handlers) =
           return yield* HttpServerResponse.expireCookie(sendData({ signed_out: true }), SESSION_COOKIE, { path: "/" }).pipe(
             Effect.orDie
           )
-        }))
+        }), whole)
   }))

@@ -20,3 +20,11 @@ export const sendJsonText = (body: string, status = 200) =>
 
 /** Bare bodies: bulk counts, health. */
 export const sendBare = (body: unknown, status = 200) => HttpServerResponse.unsafeJson(body, { status })
+
+/**
+ * Route option for every handler: a client that hangs up does not interrupt the request.
+ * A write it started finishes (or rolls back) as a whole, and no query is cancelled, since a
+ * cancel sent to PostgreSQL can land on the next statement of the pooled connection, which
+ * may belong to another request.
+ */
+export const whole = { uninterruptible: true } as const

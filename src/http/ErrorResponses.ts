@@ -85,12 +85,9 @@ export const withErrorEnvelope = <E, R>(app: HttpApp.Default<E, R>) =>
     if (Number.isFinite(length) && length > MAX_BODY_BYTES) {
       return envelope(413, "PAYLOAD_TOO_LARGE", `The request body is larger than ${MAX_BODY_BYTES} bytes`)
     }
-    // A client that hangs up does not interrupt the request: a write it started finishes
-    // (or rolls back) as a whole, and no query is cancelled under another request's feet.
     return yield* app.pipe(
       HttpIncomingMessage.withMaxBodySize(Option.some(MAX_BODY_BYTES)),
-      Effect.catchAllCause(errorResponse),
-      Effect.uninterruptible
+      Effect.catchAllCause(errorResponse)
     )
   })
 

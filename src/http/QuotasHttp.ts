@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import { CurrentUser } from "../services/CurrentUser.js"
 import { Quotas } from "../services/Quotas.js"
 import { Api } from "./Api.js"
-import { sendData, sendJsonText } from "./Envelope.js"
+import { sendData, sendJsonText, whole } from "./Envelope.js"
 
 export const QuotasHttpLive = HttpApiBuilder.group(Api, "quotas", (handlers) =>
   Effect.gen(function*() {
@@ -12,6 +12,6 @@ export const QuotasHttpLive = HttpApiBuilder.group(Api, "quotas", (handlers) =>
       .handle("progress", ({ path, payload }) =>
         Effect.flatMap(CurrentUser, (user) => quotas.progress(user, path.id, payload?.delta ?? 1)).pipe(
           Effect.map((t) => sendData(t))
-        ))
-      .handle("list", () => Effect.flatMap(CurrentUser, quotas.listJson).pipe(Effect.map((body) => sendJsonText(body))))
+        ), whole)
+      .handle("list", () => Effect.flatMap(CurrentUser, quotas.listJson).pipe(Effect.map((body) => sendJsonText(body))), whole)
   }))

@@ -4,7 +4,7 @@ import { Effect } from "effect"
 import * as Yaml from "yaml"
 import { AppConfig } from "../services/AppConfig.js"
 import { Api } from "./Api.js"
-import { sendBare } from "./Envelope.js"
+import { sendBare, whole } from "./Envelope.js"
 
 type JsonObject = { [k: string]: unknown }
 
@@ -51,6 +51,6 @@ export const SystemHttpLive = HttpApiBuilder.group(Api, "system", (handlers) =>
           Effect.catchAllCause(() =>
             Effect.succeed(sendBare({ status: "error", message: "The database is unavailable" }, 503))
           )
-        ))
-      .handle("openapi", () => Effect.succeed(HttpServerResponse.text(yaml, { contentType: "text/yaml" })))
+        ), whole)
+      .handle("openapi", () => Effect.succeed(HttpServerResponse.text(yaml, { contentType: "text/yaml" })), whole)
   }))

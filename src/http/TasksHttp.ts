@@ -5,7 +5,7 @@ import { now } from "../services/ServiceClock.js"
 import { TaskQueries } from "../services/TaskQueries.js"
 import { Tasks } from "../services/Tasks.js"
 import { Api } from "./Api.js"
-import { sendData, sendJsonText } from "./Envelope.js"
+import { sendData, sendJsonText, whole } from "./Envelope.js"
 
 export const TasksHttpLive = HttpApiBuilder.group(Api, "tasks", (handlers) =>
   Effect.gen(function*() {
@@ -15,22 +15,22 @@ export const TasksHttpLive = HttpApiBuilder.group(Api, "tasks", (handlers) =>
     return handlers
       .handle("list", ({ urlParams }) =>
         Effect.flatMap(CurrentUser, (user) =>
-          Effect.flatMap(now, (at) => queries.listJson(user, urlParams, at))).pipe(Effect.map((body) => sendJsonText(body))))
+          Effect.flatMap(now, (at) => queries.listJson(user, urlParams, at))).pipe(Effect.map((body) => sendJsonText(body))), whole)
       .handle("create", ({ payload }) =>
-        Effect.flatMap(CurrentUser, (user) => tasks.create(user, payload)).pipe(Effect.map((task) => sendData(task, 201))))
+        Effect.flatMap(CurrentUser, (user) => tasks.create(user, payload)).pipe(Effect.map((task) => sendData(task, 201))), whole)
       .handle("counts", () =>
         Effect.flatMap(CurrentUser, (user) => Effect.flatMap(now, (at) => queries.counts(user, at))).pipe(
           Effect.map((counts) => sendData(counts))
-        ))
-      .handle("trash", () => Effect.flatMap(CurrentUser, queries.trashJson).pipe(Effect.map((body) => sendJsonText(body))))
+        ), whole)
+      .handle("trash", () => Effect.flatMap(CurrentUser, queries.trashJson).pipe(Effect.map((body) => sendJsonText(body))), whole)
       .handle("get", ({ path }) =>
-        Effect.flatMap(CurrentUser, (user) => queries.getJson(user, path.id)).pipe(Effect.map((body) => sendJsonText(body))))
+        Effect.flatMap(CurrentUser, (user) => queries.getJson(user, path.id)).pipe(Effect.map((body) => sendJsonText(body))), whole)
       .handle("update", ({ path, payload }) =>
-        Effect.flatMap(CurrentUser, (user) => tasks.update(user, path.id, payload)).pipe(Effect.map((task) => sendData(task))))
+        Effect.flatMap(CurrentUser, (user) => tasks.update(user, path.id, payload)).pipe(Effect.map((task) => sendData(task))), whole)
       .handle("delete", ({ path }) =>
-        Effect.flatMap(CurrentUser, (user) => tasks.trash(user, path.id)).pipe(Effect.map((task) => sendData(task))))
+        Effect.flatMap(CurrentUser, (user) => tasks.trash(user, path.id)).pipe(Effect.map((task) => sendData(task))), whole)
       .handle("restore", ({ path }) =>
-        Effect.flatMap(CurrentUser, (user) => tasks.restore(user, path.id)).pipe(Effect.map((task) => sendData(task))))
+        Effect.flatMap(CurrentUser, (user) => tasks.restore(user, path.id)).pipe(Effect.map((task) => sendData(task))), whole)
       .handle("reprocess", ({ path }) =>
-        Effect.flatMap(CurrentUser, (user) => tasks.reprocess(user, path.id)).pipe(Effect.map((task) => sendData(task))))
+        Effect.flatMap(CurrentUser, (user) => tasks.reprocess(user, path.id)).pipe(Effect.map((task) => sendData(task))), whole)
   }))
