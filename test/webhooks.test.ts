@@ -223,7 +223,7 @@ describe("webhook registrations (spec §4.8)", () => {
     expect(log).toHaveLength(50)
     for (const entry of log) expect(Object.keys(entry).sort()).toEqual([...DELIVERY_LOG_FIELDS].sort())
     const [all] = await query<{ ids: Array<number> }>(service, (sql) =>
-      sql`SELECT coalesce(array_agg(id::int ORDER BY id DESC), '{}') AS ids FROM webhook_attempts WHERE webhook_id = ${hook.id}`)
+      sql`SELECT coalesce(array_agg(id::int ORDER BY created_at DESC, id DESC), '{}') AS ids FROM webhook_attempts WHERE webhook_id = ${hook.id}`)
     expect(all!.ids).toHaveLength(55)
     expect(log.map((e) => e.id)).toEqual(all!.ids.slice(0, 50))
     const times = log.map((e) => Date.parse(e.created_at))

@@ -74,13 +74,14 @@ export class Webhooks extends Effect.Service<Webhooks>()("steady/Webhooks", {
         Effect.flatMap((rows) => rows.length === 0 ? Effect.fail(NotFound.of("Webhook")) : Effect.succeed({ deleted: true as const }))
       )
 
+    /** Newest attempt first by time (concurrent deliveries may insert out of clock order). */
     const deliveries = (user: CurrentUserShape, id: number) =>
       Effect.gen(function*() {
         yield* read(user, id)
         const rows = yield* Effect.orDie(sql`
           SELECT id::int AS id, webhook_id, delivery_id, event, payload, status_code, error, attempt, success, duration_ms,
                  steady_iso(created_at) AS created_at
-          FROM webhook_attempts WHERE webhook_id = ${id} ORDER BY id DESC LIMIT 50`)
+          FROM webhook_attempts WHERE webhook_id = ${id} ORDER BY created_at DESC, id DESC LIMIT 50`)
         return { deliveries: rows }
       })
 
