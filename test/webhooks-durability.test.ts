@@ -179,7 +179,7 @@ describe("webhook outbox across a restart", () => {
     await delivery("recent-6d", "delivered", iso(-6 * DAY), iso(-6 * DAY))
     // Not finished: kept whatever its age (it is not due: next_attempt_at is in an hour).
     await delivery("pending-10d", "pending", iso(-10 * DAY), null)
-    expect((await deliveryLog(user.api, hook.id)).map((e) => e.delivery_id)).toEqual(["recent-1h", "recent-6d", "old-30d", "old-8d"])
+    expect((await deliveryLog(user.api, hook.id)).map((e) => e.delivery_id)).toEqual(["recent-1h", "recent-6d", "old-8d", "old-30d"])
 
     await service!.run(purgeWebhookLogs)
 
