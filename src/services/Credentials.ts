@@ -2,8 +2,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Option } from "effect"
 import * as Crypto from "node:crypto"
 import { NotFound } from "../domain/Errors.js"
-import type { UserId } from "../domain/Ids.js"
-import type { CurrentUserShape } from "./CurrentUser.js"
+import { userFromRow } from "./CurrentUser.js"
 import { now } from "./ServiceClock.js"
 
 /** 32 random bytes as 64 hex characters (CONTRACT §4). */
@@ -34,11 +33,7 @@ interface CredentialRow {
   readonly timezone: string
 }
 
-const toUser = (row: CredentialRow): CurrentUserShape => ({
-  id: row.id as UserId,
-  username: row.username,
-  timezone: row.timezone
-})
+const toUser = userFromRow
 
 /** API tokens and the browser sessions minted from them; only digests are stored. */
 export class Credentials extends Effect.Service<Credentials>()("steady/Credentials", {

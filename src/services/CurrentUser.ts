@@ -9,3 +9,10 @@ export interface CurrentUserShape {
 }
 
 export class CurrentUser extends Context.Tag("steady/CurrentUser")<CurrentUser, CurrentUserShape>() {}
+
+/** The caller as read from a `users` row (id, username, timezone). */
+export const userFromRow = (row: { readonly id: number; readonly username: string; readonly timezone: string }): CurrentUserShape => ({
+  id: row.id as UserId,
+  username: row.username,
+  timezone: row.timezone
+})

@@ -25,7 +25,7 @@ export class Exporter extends Effect.Service<Exporter>()("steady/Exporter", {
     const page = (table: Table, userId: number, after: number, now: Date) => {
       switch (table) {
         case "tasks":
-          return sql<{ id: number; json: string }>`SELECT t.id, steady_task_json(t)::text AS json FROM tasks t
+          return sql<{ id: number; json: string }>`SELECT t.id, steady_task_wire(t)::text AS json FROM tasks t
             WHERE t.user_id = ${userId} AND t.id > ${after} ORDER BY t.id LIMIT ${EXPORT_PAGE}`
         case "projects":
           return sql<{ id: number; json: string }>`SELECT p.id, ${projectJson(sql, now)}::text AS json

@@ -1,9 +1,8 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Option } from "effect"
-import type { UserId } from "../domain/Ids.js"
 import { DEFAULT_PREFERENCES } from "../domain/Preferences.js"
 import { DEFAULT_TIME_SLOTS, INBOX_NAME } from "../domain/Slots.js"
-import type { CurrentUserShape } from "./CurrentUser.js"
+import { userFromRow } from "./CurrentUser.js"
 import { now } from "./ServiceClock.js"
 
 interface UserRow {
@@ -12,11 +11,7 @@ interface UserRow {
   readonly timezone: string
 }
 
-const toUser = (row: UserRow): CurrentUserShape => ({
-  id: row.id as UserId,
-  username: row.username,
-  timezone: row.timezone
-})
+const toUser = userFromRow
 
 export class Users extends Effect.Service<Users>()("steady/Users", {
   effect: Effect.gen(function*() {
