@@ -5,8 +5,12 @@ export interface Scenario {
   readonly key: "list" | "list50" | "get" | "create" | "patch" | "counts"
   readonly label: string
   readonly method: "GET" | "POST" | "PATCH"
-  /** The n-th request's path and body; n counts up across all connections. */
-  readonly request: (n: number) => { readonly path: string; readonly body?: string }
+  /** The n-th request's path, body and extra headers; n counts up across all connections. */
+  readonly request: (n: number) => {
+    readonly path: string
+    readonly body?: string
+    readonly headers?: Readonly<Record<string, string>>
+  }
   /** Whether the baseline server implements it (the A/B scenarios). */
   readonly compared: boolean
 }
@@ -99,7 +103,10 @@ export const drive = async (scenario: Scenario, options: LoadOptions): Promise<L
         headers,
         setupRequest: (request) => {
           const next = scenario.request(counter++)
-          return next.body === undefined ? { ...request, path: next.path } : { ...request, path: next.path, body: next.body }
+          const withHeaders = next.headers === undefined ? request : { ...request, headers: { ...headers, ...next.headers } }
+          return next.body === undefined
+            ? { ...withHeaders, path: next.path }
+            : { ...withHeaders, path: next.path, body: next.body }
         }
       }
     ]
@@ -120,11 +127,15 @@ export const drive = async (scenario: Scenario, options: LoadOptions): Promise<L
  * same database connection (see the report); the measured runs count such failures.
  */
 export const probe = async (scenario: Scenario, baseUrl: string, token: string): Promise<string> => {
-  const { body, path } = scenario.request(0)
+  const { body, headers, path } = scenario.request(0)
   for (let attempt = 1; ; attempt++) {
     const res = await fetch(`${baseUrl}${path}`, {
       method: scenario.method,
-      headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body === undefined ? {} : { "content-type": "application/json" }),
+        ...headers
+      },
       ...(body === undefined ? {} : { body }),
       signal: AbortSignal.timeout(10_000)
     })

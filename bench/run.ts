@@ -12,12 +12,24 @@
  *                the service's RSS before and at its peak (bench/export.ts).
  *   quota-sweep  Quotas.sweep() in-process over 100,000 quotas with 1,000, none and 10,000
  *                ended periods (bench/quota-sweep.ts).
+ *   ai           title-only POST /api/tasks with AI off and on (a fake provider): enrichment
+ *                must not slow the create, req/s on/off ≥ 0.95 (bench/ai.ts).
+ *   idempotency  POST /api/tasks without and with a fresh Idempotency-Key per request:
+ *                req/s with/without ≥ 0.90 (bench/idempotency.ts).
+ *   rollover     100,000 daily quotas ending at one local midnight closed by Quotas.sweep()
+ *                in-process: one instance, two at once (PostgreSQL), and the per-task
+ *                pipeline on a sample for scale (bench/rollover.ts; BENCH_ROLLOVER_QUOTAS,
+ *                BENCH_ROLLOVER_USERS, BENCH_ROLLOVER_SAMPLE).
+ *   sse          1,000 open GET /api/events streams while tasks are created at 100/s: delivery
+ *                p50/p99, lost or repeated events, RSS per stream, CPU per write with and
+ *                without the streams (bench/sse.ts; BENCH_SSE_STREAMS, BENCH_SSE_RATE,
+ *                BENCH_SSE_SECONDS).
  *
  * Everything stays on 127.0.0.1; child servers, receivers, the created databases and the
  * temporary data directories are removed however the run ends.
  *
  * Environment (all optional):
- *   BENCH_SCENARIOS    "endpoints,webhooks,export,quota-sweep", or some of them (all)
+ *   BENCH_SCENARIOS    "endpoints,webhooks,export,quota-sweep,ai,idempotency,rollover", or some of them (all)
  *   BENCH_DATABASES    "postgres,embedded", or one of them
  *   BENCH_DURATION     seconds per measured autocannon run   (10)
  *   BENCH_WARMUP       seconds of warm-up before each run      (2)
@@ -32,12 +44,16 @@
  *   BENCH_SKIP_BUILD   1 to use the existing dist/
  */
 import * as Os from "node:os"
+import { aiScenario } from "./ai.js"
 import { exportScenario } from "./export.js"
+import { idempotencyScenario } from "./idempotency.js"
 import { makeScenarios, probe, type Scenario } from "./load.js"
 import { cleanupAll, runCommand, type Server } from "./processes.js"
 import { quotaSweep } from "./quota-sweep.js"
+import { rolloverScenario } from "./rollover.js"
 import { type Database, type Measurement, printReport, printSections, type Section, type ServerKind } from "./report.js"
 import { seed } from "./seed.js"
+import { sseScenario } from "./sse.js"
 import {
   config,
   describeRun,
@@ -135,9 +151,18 @@ const groupSeconds = (group: ScenarioGroup, database: string) => {
       return (2 * config.rounds + 1) * Math.max(30, config.exportTasks / 2000) + config.exportTasks / 1000 + 180
     case "quota-sweep":
       return config.quotaEnded * 11 * 0.01 + config.quotas / 1000 + 180
+    case "ai":
+      // A service start (up to 90 s) per run.
+      return 2 * config.rounds * (run + 90) + 180
+    case "idempotency":
+      return 2 * config.rounds * (run + 1) + 240
+    case "rollover":
+      return 900
+    case "sse":
+      return 900
   }
 }
-const GROUPS: ReadonlyArray<ScenarioGroup> = ["endpoints", "webhooks", "export", "quota-sweep"]
+const GROUPS: ReadonlyArray<ScenarioGroup> = ["endpoints", "webhooks", "export", "quota-sweep", "ai", "idempotency", "rollover", "sse"]
 const groups = GROUPS.filter(selected)
 const budgetMs = (config.databases.reduce((s, d) => s + groups.reduce((t, g) => t + groupSeconds(g, d), 0), 0) + 300) * 1000
 
@@ -154,6 +179,18 @@ const runGroup = async (group: ScenarioGroup, database: Database) => {
         return
       case "quota-sweep":
         sections.push(await quotaSweep(database))
+        return
+      case "ai":
+        sections.push(await aiScenario(database))
+        return
+      case "idempotency":
+        sections.push(await idempotencyScenario(database))
+        return
+      case "rollover":
+        sections.push(await rolloverScenario(database))
+        return
+      case "sse":
+        sections.push(await sseScenario(database))
         return
     }
   } finally {
@@ -178,7 +215,7 @@ watchdog.unref()
 const main = async () => {
   try {
     // The quota sweep runs the sources in-process; everything else starts the built service.
-    if (!config.skipBuild && groups.some((g) => g !== "quota-sweep")) {
+    if (!config.skipBuild && groups.some((g) => g !== "quota-sweep" && g !== "rollover")) {
       log("building (npm run build)")
       await runCommand("npm", ["run", "build"], { timeoutMs: 180_000, cwd: ROOT })
     }

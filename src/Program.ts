@@ -6,6 +6,7 @@ import { SchedulerLive } from "./scheduler/SchedulerLive.js"
 import { MigrationsLive } from "./services/Migrations.js"
 import { ServiceClockLive } from "./services/ServiceClock.js"
 import { ServicesLive } from "./services/ServicesLive.js"
+import { TracingLive } from "./services/Tracing.js"
 
 /** The database chosen by the configuration, migrated before anything uses it. */
 export const MigratedDatabaseLive = MigrationsLive.pipe(Layer.provideMerge(DatabaseLive))
@@ -20,6 +21,8 @@ export const makeServiceLayer = <E>(config: Layer.Layer<AppConfig, E>) =>
     Layer.provideMerge(NodeServerLive),
     Layer.provideMerge(MigratedDatabaseLive),
     Layer.provideMerge(ServiceClockLive),
+    // First, so the tracer (or its absence) holds for everything built after it.
+    Layer.provideMerge(TracingLive),
     Layer.provideMerge(config)
   )
 

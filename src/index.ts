@@ -6,6 +6,7 @@
 export { Api } from "./http/Api.js"
 export { ApiLive, GroupsLive, HttpServerLive, makeNodeServer } from "./http/HttpLive.js"
 export { errorResponse, ErrorEnvelopeLive, MAX_BODY_BYTES, withErrorEnvelope } from "./http/ErrorResponses.js"
+export { withRequestId } from "./http/RequestId.js"
 export { SchedulerLive } from "./scheduler/SchedulerLive.js"
 export { Authentication, AuthenticationLive } from "./http/Security.js"
 export { AppConfig, appConfig, type AppConfigShape } from "./services/AppConfig.js"

@@ -1,5 +1,5 @@
-import { NodeRuntime } from "@effect/platform-node"
-import { ConfigError, Effect, Layer, Logger, LogLevel } from "effect"
+import { Cause, ConfigError, Effect, Exit, Fiber, Layer, Logger, LogLevel } from "effect"
+import { drainServers } from "./http/GracefulStop.js"
 import { formatConfigError } from "./services/AppConfig.js"
 import { DataDirLocked } from "./services/DataDirLock.js"
 import { ServiceLive } from "./Program.js"
@@ -13,22 +13,21 @@ const logLevel = (name: string | undefined) => {
   return LogLevel.allLevels.find((level) => level.label.toLowerCase() === label) ?? LogLevel.Info
 }
 
-/**
- * A stop signal often arrives twice: once from the terminal or service manager to the whole
- * process group, and again relayed by npm/npx/tsx. runMain handles the first and then lets
- * go, so the echo would kill the process mid-shutdown (embedded database still open, DATA_DIR
- * lock left behind). Echoes within a few seconds are absorbed; a later signal still forces exit.
- */
-let firstStopSignal: number | undefined
-const absorbEcho = (signal: NodeJS.Signals) => {
-  const at = performance.now()
-  if (firstStopSignal === undefined) firstStopSignal = at
-  else if (at - firstStopSignal > 3_000) process.exit(signal === "SIGINT" ? 130 : 143)
-}
-process.on("SIGINT", absorbEcho)
-process.on("SIGTERM", absorbEcho)
+/** Requests in flight get this long to finish after a stop signal (issue 13: up to 10 s). */
+const DRAIN_GRACE_MS = 10_000
+/** Whatever clients or a stuck finalizer do, the process is gone by then (issue 13: 12 s). */
+const HARD_STOP_MS = 11_500
+/** A second signal this soon is the same stop relayed by npm/npx/tsx, not an operator's insistence. */
+const ECHO_MS = 3_000
 
-Layer.launch(ServiceLive).pipe(
+const withLogging = <A, E, R>(self: Effect.Effect<A, E, R>) =>
+  self.pipe(
+    Effect.provide(Logger.json),
+    // LOG_LEVEL is read once here: the logger has to exist before the configuration layer does.
+    Logger.withMinimumLogLevel(logLevel(process.env.LOG_LEVEL))
+  )
+
+const program = Layer.launch(ServiceLive).pipe(
   Effect.catchIf(ConfigError.isConfigError, (error) =>
     Effect.sync(() => {
       for (const line of formatConfigError(error)) console.error(`Invalid configuration: ${line}`)
@@ -39,8 +38,35 @@ Layer.launch(ServiceLive).pipe(
       console.error(error.message)
       process.exitCode = 1
     })),
-  Effect.provide(Logger.json),
-  // LOG_LEVEL is read once here: the logger has to exist before the configuration layer does.
-  Logger.withMinimumLogLevel(logLevel(process.env.LOG_LEVEL)),
-  NodeRuntime.runMain({ disablePrettyLogger: true })
+  Effect.tapErrorCause((cause) =>
+    Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logError("Steady stopped on an unexpected failure", cause)),
+  withLogging
 )
+
+// Our own runner rather than NodeRuntime.runMain: runMain interrupts the program on the first
+// signal, which stops the request handler before the server has drained (see GracefulStop).
+const main = Effect.runFork(program)
+const keepAlive = setInterval(() => {}, 2 ** 31 - 1)
+main.addObserver((exit) => {
+  clearInterval(keepAlive)
+  const failed = Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause)
+  process.exit(failed ? 1 : process.exitCode ?? 0)
+})
+
+let stopAt: number | undefined
+const stop = (signal: NodeJS.Signals) => {
+  const now = performance.now()
+  if (stopAt !== undefined) {
+    if (now - stopAt > ECHO_MS) process.exit(signal === "SIGINT" ? 130 : 143)
+    return
+  }
+  stopAt = now
+  setTimeout(() => {
+    Effect.runSync(withLogging(Effect.logWarning(`Still stopping ${HARD_STOP_MS} ms after ${signal}: exiting now`)))
+    process.exit(0)
+  }, HARD_STOP_MS).unref()
+  Effect.runSync(withLogging(Effect.logInfo(`${signal}: draining connections, then stopping`)))
+  void drainServers(DRAIN_GRACE_MS).then(() => Effect.runFork(Fiber.interrupt(main)))
+}
+process.on("SIGINT", stop)
+process.on("SIGTERM", stop)

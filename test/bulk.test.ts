@@ -460,6 +460,34 @@ describe("bulk operations (spec §4.3)", () => {
       expect(await snapshot(service)).toEqual(before)
     })
 
+    it("a shared task moves only to a project its owner can see too: one such task refuses the whole batch", async () => {
+      const user = await newUser()
+      const mine = await createTask(user.api, { title: "Mine" })
+      const sharedTask = await createTask(bob.api, { title: "Sweep the yard", project_id: sharedProject })
+      const userPrivate = (await user.api.post("/api/projects", { name: "My corner" })).body.data.id as number
+      const userShared = (await user.api.post("/api/projects", { name: "My porch", shared: true })).body.data.id as number
+
+      const before = await snapshot(service)
+      const res = await post(user, "/api/tasks/bulk/edit", { ids: [mine.id, sharedTask.id], changes: { priority: 2, project_id: userPrivate } })
+      expect(res.status, res.text).toBe(400)
+      expect(res.body).toMatchObject({
+        code: "VALIDATION_ERROR",
+        details: {
+          "changes.project_id": "The task's owner cannot see this project: only their own projects and shared ones can hold their tasks"
+        }
+      })
+      expect(await snapshot(service)).toEqual(before)
+      expect(await read(bob, sharedTask.id)).toMatchObject({ project_id: sharedProject, priority: 0 })
+
+      // The same move into a shared project, or of the caller's own task alone, goes through.
+      expect(await bulkOk(user, "/api/tasks/bulk/edit", { ids: [mine.id, sharedTask.id], changes: { project_id: userShared } }))
+        .toEqual(counts({ tasks_affected: 2 }))
+      expect((await read(bob, sharedTask.id)).project_id).toBe(userShared)
+      expect(await bulkOk(user, "/api/tasks/bulk/edit", { ids: [mine.id], changes: { project_id: userPrivate } }))
+        .toEqual(counts({ tasks_affected: 1 }))
+      expect((await read(user, mine.id)).project_id).toBe(userPrivate)
+    })
+
     it("affirm_horizon re-stamps horizon_set_at without changing the horizon", async () => {
       const user = await newUser()
       const t = await createTask(user.api, { title: "Grow me", horizon: "month" })

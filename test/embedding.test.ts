@@ -65,6 +65,24 @@ describe("embedding as a library", () => {
     const bad = await handler(new Request("http://host/api/tasks/abc", { headers: { authorization: `Bearer ${token}` } }))
     expect(bad.status).toBe(400)
     expect(await bad.json()).toEqual({ error: "Invalid request", code: "VALIDATION_ERROR", details: { id: "must be a positive integer id" } })
+    const post = (body: string) =>
+      handler(new Request("http://host/api/tasks", {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body
+      }))
+    const deep = await post(`{"title":"x","notes":${"[".repeat(10_000)}${"]".repeat(10_000)}}`)
+    expect(deep.status).toBe(400)
+    expect(await deep.json()).toEqual({
+      error: "Invalid request",
+      code: "VALIDATION_ERROR",
+      details: { body: "JSON nested deeper than 32 levels" }
+    })
+    const nul = await post(`{"title":"a\\u0000b"}`)
+    expect(nul.status).toBe(400)
+    expect(((await nul.json()) as { details: unknown }).details).toEqual({
+      title: "must not contain NUL (\\u0000) or unpaired surrogate characters"
+    })
     const missing = await handler(new Request("http://host/api/nothing-here"))
     expect(missing.status).toBe(404)
     expect(((await missing.json()) as { code: string }).code).toBe("NOT_FOUND")

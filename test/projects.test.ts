@@ -329,6 +329,42 @@ describe("projects", () => {
       expect(after).toMatchObject({ name: "Surprise party", shared: false, sort_order: secret.sort_order, active_count: 1 })
     })
 
+    it("a shared task moves only to a project its owner can see too: Bob's private project is a 400, nothing changes", async () => {
+      const bobsPrivate = await createProject(bob, { name: "Bob's den" })
+      const bobsShared = await createProject(bob, { name: "Bob's open shed", shared: true })
+      const task = await createTask(alice, { title: "Oil the hinges", project_id: team.id })
+      const entries = (await bob.api.get("/api/undo/status")).body.data
+
+      const res = await bob.api.patch(`/api/tasks/${task.id}`, { project_id: bobsPrivate.id, priority: 3 })
+      expect(res.status, res.text).toBe(400)
+      expect(res.body).toEqual({
+        error: "The task's owner cannot see this project: only their own projects and shared ones can hold their tasks",
+        code: "VALIDATION_ERROR",
+        details: {
+          project_id: "The task's owner cannot see this project: only their own projects and shared ones can hold their tasks"
+        }
+      })
+      expect((await alice.api.get(`/api/tasks/${task.id}`)).body.data).toMatchObject({ project_id: team.id, priority: 0 })
+      expect((await bob.api.get("/api/undo/status")).body.data).toEqual(entries)
+      // Bob's Inbox is just as private; Alice's private project stays unknown to Bob (as before).
+      expect((await bob.api.patch(`/api/tasks/${task.id}`, { project_id: bobInbox.id })).body.details).toEqual({
+        project_id: "The task's owner cannot see this project: only their own projects and shared ones can hold their tasks"
+      })
+      expect((await bob.api.patch(`/api/tasks/${task.id}`, { project_id: secret.id })).body).toMatchObject({
+        code: "VALIDATION_ERROR",
+        details: { project_id: "Project not found" }
+      })
+      expect((await alice.api.get(`/api/tasks/${task.id}`)).body.data.project_id).toBe(team.id)
+
+      // A shared project both can see is fine, and so are the owners' own moves.
+      const moved = await bob.api.patch(`/api/tasks/${task.id}`, { project_id: bobsShared.id })
+      expect(moved.status, moved.text).toBe(200)
+      expect((await alice.api.get(`/api/tasks/${task.id}`)).body.data.project_id).toBe(bobsShared.id)
+      expect((await alice.api.patch(`/api/tasks/${task.id}`, { project_id: secret.id })).status).toBe(200)
+      const bobs = await createTask(bob, { title: "Bob's own", project_id: team.id })
+      expect((await bob.api.patch(`/api/tasks/${bobs.id}`, { project_id: bobsPrivate.id })).status).toBe(200)
+    })
+
     it("unsharing hides the project again", async () => {
       const p = await createProject(alice, { name: "Briefly shared", shared: true })
       expect((await bob.api.get(`/api/projects/${p.id}`)).status).toBe(200)

@@ -12,7 +12,7 @@ import { Tasks } from "../src/services/Tasks.js"
 import { Users } from "../src/services/Users.js"
 import { databaseKind, freshDatabase, type TestDatabase } from "./support/database.js"
 import { completionRows, type PeriodRow, periodRows, shiftPeriodBack, storedPeriod, sweep } from "./support/quotas.js"
-import { dailyStats, outboxEvents, undoEntries } from "./support/rows.js"
+import { dailyStats, outboxEvents, query, undoEntries } from "./support/rows.js"
 import { startService, type TestService, type TestUser } from "./support/service.js"
 import { createTask, expectServiceTime } from "./support/tasks.js"
 
@@ -250,6 +250,68 @@ describe("concurrent sweeps record each ended period exactly once", () => {
     } finally {
       await second.stop()
     }
+  })
+})
+
+describe("the batched sweep writes what the per-task rollover (the mutation pipeline) writes", () => {
+  // Friday 15 May 2026, 10:00 UTC; both users in Berlin, quotas three days behind.
+  const NOW = new Date("2026-05-15T10:00:00Z")
+  let service: TestService
+
+  beforeAll(async () => {
+    service = await startService({ serviceNow: Option.some(NOW) })
+  })
+  afterAll(async () => {
+    await service.stop()
+  })
+
+  /** A user with a met daily quota (completed once before), a short one and a met weekly one, all moved back. */
+  const setUp = async (name: string) => {
+    const user = await service.user(name, "Europe/Berlin")
+    const met = await createTask(user.api, { title: "Met", progress_target: 2, rrule: "FREQ=DAILY" })
+    const short = await createTask(user.api, { title: "Short", progress_target: 3, rrule: "FREQ=DAILY" })
+    const weekly = await createTask(user.api, { title: "Weekly", progress_target: 2, rrule: "FREQ=WEEKLY" })
+    await user.api.post(`/api/tasks/${met.id}/progress`, { delta: 2 })
+    await user.api.post(`/api/tasks/${short.id}/progress`, { delta: 1 })
+    await user.api.post(`/api/tasks/${weekly.id}/progress`, { delta: 3 })
+    for (const id of [met.id, short.id]) await shiftPeriodBack(service, id, 3)
+    await shiftPeriodBack(service, weekly.id, 7)
+    return { user, ids: [met.id, short.id, weekly.id] }
+  }
+
+  const recorded = async (userId: number, ids: ReadonlyArray<number>) => ({
+    periods: (await Promise.all(ids.map((id) => periodRows(service, id)))).map((rows) =>
+      rows.map(({ closed_at: _, task_id: __, ...rest }) => rest)
+    ),
+    completions: (await Promise.all(ids.map((id) => completionRows(service, id)))).map((rows) => rows.map(({ task_id: _, ...rest }) => rest)),
+    tasks: await query(service, (sql) =>
+      sql`SELECT progress_current, steady_iso(progress_period_start) AS start, steady_iso(progress_period_end) AS "end",
+            completion_count, steady_iso(first_completed_at) AS first, steady_iso(last_completed_at) AS last
+          FROM tasks WHERE id IN ${sql.in([...ids])} ORDER BY id`),
+    stats: (await dailyStats(service, userId)).map(({ date, completions }) => [date, completions]),
+    ...await eventsAndUndo(service, userId)
+  })
+
+  it("same periods, completions, task fields, statistics; no events or undo entries either way", async () => {
+    const one = await setUp("pipeline-path")
+    const two = await setUp("batch-path")
+    const before = { one: await eventsAndUndo(service, one.user.id), two: await eventsAndUndo(service, two.user.id) }
+    // The per-task path first (one mutation-pipeline transaction a quota), then the sweep,
+    // which finds only the second user's quotas still ended.
+    const perTask = await service.run(Effect.flatMap(Quotas, (q) => Effect.forEach(one.ids, (id) => q.rollover(id))))
+    expect(await sweep(service)).toBe(perTask.reduce((a, b) => a + b, 0))
+    const a = await recorded(one.user.id, one.ids)
+    const b = await recorded(two.user.id, two.ids)
+    expect(b).toEqual({ ...a, events: before.two.events, undo: before.two.undo })
+    expect(a.events).toEqual(before.one.events)
+    expect(a.undo).toEqual(before.one.undo)
+    // And what that is: three days of the met quota (the first met), a whole week for the weekly one.
+    expect(a.periods.map((rows) => rows.map((r) => [r.count, r.met]))).toEqual([
+      [[2, true], [0, false], [0, false]],
+      [[1, false], [0, false], [0, false]],
+      [[3, true]]
+    ])
+    expect(a.stats.reduce((n, [, c]) => n + Number(c), 0)).toBe(2)
   })
 })
 

@@ -9,13 +9,16 @@ import { createTask } from "./support/tasks.js"
 
 /**
  * GET /api/review and POST /api/review/execute (spec §4.4, §8; CONTRACT §8 fixed shape and
- * small fixed points). Sessions live in server memory, so their expiry is tested by stopping
+ * small fixed points). Sessions live in the database; their expiry is tested by stopping
  * the service clock (it runs in this process on Date.now plus the SERVICE_NOW offset) and
  * stepping it over the hour exactly.
  *
  * The clock is pinned at 12:00 UTC on Tuesday 10 March 2026; every user is on UTC.
  */
 const NOW = new Date("2026-03-10T12:00:00Z")
+/** A small global bound on stored sessions, so its eviction can be seen with a few users. */
+const SESSION_LIMIT = 3
+const CONFIG = { serviceNow: Option.some(NOW), reviewSessionLimit: SESSION_LIMIT }
 const UNTIL = "2026-03-12T09:00:00.000Z"
 
 type Task = Record<string, any>
@@ -75,7 +78,7 @@ describe("review sessions (spec §4.4)", () => {
 
   beforeAll(async () => {
     database = await freshDatabase()
-    service = await startService({ serviceNow: Option.some(NOW) }, database)
+    service = await startService(CONFIG, database)
     bob = await service.user("review-bob", "UTC")
     sharedProject = (await bob.api.post("/api/projects", { name: "Shared", shared: true })).body.data.id
     await createTask(bob.api, { title: "Bob overdue in shared", due_at: "2026-03-09T09:00:00Z", project_id: sharedProject })
@@ -260,12 +263,14 @@ describe("review sessions (spec §4.4)", () => {
     const { t, user } = await setUp()
     await clock.set(NOW)
     const early = await review(user.api)
-    const late = await review(user.api)
     clock.advance(REVIEW_SESSION_LIFETIME_MS)
     const atHour = await execute(user.api, { session_id: early.session_id, actions: [{ type: "done", targets: ["1"] }] })
     expect(atHour.status).toBe(200)
     expect(atHour.body.data.results).toEqual([{ type: "done", task_ids: [t.o1.id], count: 1 }])
-    clock.advance(1)
+    // One session per user: the next one is taken out after the first has been executed.
+    await clock.set(NOW)
+    const late = await review(user.api)
+    clock.advance(REVIEW_SESSION_LIFETIME_MS + 1)
     const expired = await execute(user.api, { session_id: late.session_id, actions: [{ type: "done", targets: ["1"] }] })
     expect(expired.status).toBe(409)
     expect(expired.body.code).toBe("CONFLICT")
@@ -281,15 +286,89 @@ describe("review sessions (spec §4.4)", () => {
     expect(fresh.total_tasks).toBe(6)
   })
 
-  it("sessions are lost on restart", async () => {
-    const { user } = await setUp()
+  it("sessions are kept in the database: one numbered before a restart is executed after it, once", async () => {
+    const { t, user } = await setUp()
     const r = await review(user.api)
     await service.stop()
-    service = await startService({ serviceNow: Option.some(NOW) }, database)
+    service = await startService(CONFIG, database)
     const api = makeClient(service.baseUrl, { authorization: `Bearer ${user.token}` })
     const res = await execute(api, { session_id: r.session_id, actions: [{ type: "done", targets: ["1"] }] })
+    expect(res.status).toBe(200)
+    expect(res.body.data.results).toEqual([{ type: "done", task_ids: [t.o1.id], count: 1 }])
+    expect((await execute(api, { session_id: r.session_id, actions: [{ type: "done", targets: ["2"] }] })).status).toBe(409)
+    expect(seqs(await review(api))).toEqual([
+      ["Overdue", [[1, "o3"], [2, "o4"], [3, "o2"]]],
+      ["Due in the next 24 hours", [[4, "u1"], [5, "u2"]]]
+    ])
+  })
+
+  it("of two executes of one session at once, exactly one runs", async () => {
+    const { t, user } = await setUp()
+    const r = await review(user.api)
+    const body = { session_id: r.session_id, actions: [{ type: "snooze", targets: ["1"], until: UNTIL }] }
+    const statuses = (await Promise.all([execute(user.api, body), execute(user.api, body)])).map((res) => res.status)
+    expect(statuses.sort()).toEqual([200, 409])
+    expect(await read(user.api, t.o1.id)).toMatchObject({ due_at: UNTIL, snooze_count: 1 })
+  })
+
+  it("a session id that is not a UUID is unknown (409), not an error", async () => {
+    const { user } = await setUp()
+    await review(user.api)
+    const res = await execute(user.api, { session_id: "not-a-uuid", actions: [{ type: "done", targets: ["1"] }] })
     expect(res.status).toBe(409)
-    expect(seqs(await review(api))).toEqual(EXPECTED_SEQS)
+    expect(res.body.code).toBe("CONFLICT")
+  })
+
+  it("500 wide ranges far past the session are refused at once, before any is walked; the session survives", async () => {
+    const { t, user } = await setUp()
+    const r = await review(user.api)
+    const before = await snapshot(service)
+    // 500 targets of 1,001 numbers each: used to be half a million numbers deduplicated with
+    // Array.includes (~10^11 steps) before the first lookup.
+    const targets = Array.from({ length: 500 }, (_, i) => `${i * 1001 + 1}-${i * 1001 + 1001}`)
+    const actions = Array.from({ length: 50 }, () => ({ type: "done", targets }))
+    const startedAt = performance.now()
+    const res = await execute(user.api, { session_id: r.session_id, actions })
+    const elapsed = performance.now() - startedAt
+    expect(res.status).toBe(404)
+    expect(res.body).toEqual({ error: "Number 7 is not in this review", code: "NOT_FOUND", details: {} })
+    expect(elapsed).toBeLessThan(1_000)
+    expect(await snapshot(service)).toEqual(before)
+
+    // The largest work a valid request can ask for: every number many times over, deduplicated.
+    const many = Array.from({ length: 500 }, (_, i) => (i % 2 === 0 ? "1-6" : "6"))
+    const fastAt = performance.now()
+    const ok = await execute(user.api, { session_id: r.session_id, actions: [{ type: "snooze", targets: many, until: UNTIL }] })
+    expect(performance.now() - fastAt).toBeLessThan(1_000)
+    expect(ok.status).toBe(200)
+    expect(ok.body.data.results).toEqual([
+      { type: "snooze", task_ids: [t.o1.id, t.o3.id, t.o4.id, t.o2.id, t.u1.id, t.u2.id], count: 6 }
+    ])
+  })
+
+  it("one live session per user: a new review replaces the last, whose id is then unknown", async () => {
+    const { t, user } = await setUp()
+    const first = await review(user.api)
+    const second = await review(user.api)
+    const stale = await execute(user.api, { session_id: first.session_id, actions: [{ type: "done", targets: ["1"] }] })
+    expect(stale.status).toBe(409)
+    expect(stale.body).toEqual({ error: "Unknown or expired review session; start a new one", code: "CONFLICT", details: {} })
+    expect((await read(user.api, t.o1.id)).done).toBe(false)
+    const ok = await execute(user.api, { session_id: second.session_id, actions: [{ type: "done", targets: ["1"] }] })
+    expect(ok.status).toBe(200)
+    expect(ok.body.data.results).toEqual([{ type: "done", task_ids: [t.o1.id], count: 1 }])
+  })
+
+  it(`at most ${SESSION_LIMIT} sessions are kept over all users (configured here); the oldest is dropped first`, async () => {
+    const users = [await newUser(), await newUser(), await newUser(), await newUser()]
+    for (const u of users) await createTask(u.api, { title: "due", due_at: "2026-03-10T11:00:00Z" })
+    const sessions = []
+    for (const u of users) sessions.push(await review(u.api))
+    const statuses = []
+    for (const [i, u] of users.entries()) {
+      statuses.push((await execute(u.api, { session_id: sessions[i]!.session_id, actions: [{ type: "skip", targets: ["1"] }] })).status)
+    }
+    expect(statuses).toEqual([409, 200, 200, 200])
   })
 
   it("needs authentication", async () => {

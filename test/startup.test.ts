@@ -84,8 +84,9 @@ const start = (script: "src/main.ts" | "src/cli.ts", args: ReadonlyArray<string>
       signalGroup(child, "SIGTERM")
       const code = await exited
       // npx may exit before the node process under it has finished shutting down (and
-      // released DATA_DIR): wait for the whole group, then kill whatever is left.
-      const deadline = Date.now() + 15_000
+      // released DATA_DIR): wait for the whole group, then kill whatever is left. Generous, as
+      // a machine running two test workers beside other load has taken over 15 s to stop tsx.
+      const deadline = Date.now() + 30_000
       while (groupAlive(child) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
       signalGroup(child, "SIGKILL")
       return code
@@ -351,6 +352,7 @@ describe("the embedded data directory", () => {
     }
 
     const server = await startServer(env)
+    let stopped: number | null = null
     try {
       const lock = Path.join(dir, "steady.lock")
       expect(Fs.existsSync(lock)).toBe(true)
@@ -379,11 +381,12 @@ describe("the embedded data directory", () => {
       expect(health.body).toEqual({ status: "ok" })
       expect((await server.client(token).get("/api/auth/me")).status).toBe(200)
     } finally {
-      await server.proc.stop()
+      stopped = await server.proc.stop()
     }
 
     // A clean shutdown releases the directory; the CLI works again and finds the same user.
-    expect(Fs.existsSync(Path.join(dir, "steady.lock"))).toBe(false)
+    expect(Fs.existsSync(Path.join(dir, "steady.lock")), `exit ${stopped}\n${server.proc.stderr()}\n${server.proc.stdout().slice(-2000)}`)
+      .toBe(false)
     const again = await runToEnd("src/cli.ts", ["create-token", "--user", "CAROL", "--name", "second"], env)
     expect(again.code, again.stderr).toBe(0)
     const second = lastLine(again.stdout)

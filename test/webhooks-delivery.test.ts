@@ -235,6 +235,7 @@ describe("private addresses (CONTRACT §2 SERVICE_WEBHOOK_ALLOW_PRIVATE)", () =>
   let r: Receiver
   let byName: { id: number; secret: string }
   let byAddress: { id: number; secret: string }
+  let byEmbedded: { id: number; secret: string }
 
   beforeAll(async () => {
     db = await freshDatabase()
@@ -245,6 +246,8 @@ describe("private addresses (CONTRACT §2 SERVICE_WEBHOOK_ALLOW_PRIVATE)", () =>
       user = await allowing.user("homelab")
       byName = await createWebhook(user.api, `http://localhost:${r.port}/by-name`, ["task.created"])
       byAddress = await createWebhook(user.api, r.url("/by-address"), ["task.created"])
+      // Loopback spelled as an IPv4-translated IPv6 address.
+      byEmbedded = await createWebhook(user.api, `http://[::ffff:0:127.0.0.1]:${r.port}/by-embedded`, ["task.created"])
     } finally {
       await allowing.stop()
     }
@@ -267,6 +270,12 @@ describe("private addresses (CONTRACT §2 SERVICE_WEBHOOK_ALLOW_PRIVATE)", () =>
       "http://172.16.0.1/hook",
       `http://[::1]:${r.port}/hook`,
       "http://[::ffff:127.0.0.1]/hook",
+      `http://[::127.0.0.1]:${r.port}/hook`,
+      `http://[::7f00:1]:${r.port}/hook`,
+      `http://[::ffff:0:127.0.0.1]:${r.port}/hook`,
+      `http://[64:ff9b:1::7f00:1]:${r.port}/hook`,
+      "http://[::10.1.2.3]/hook",
+      "http://100.64.0.1/hook",
       "http://169.254.169.254/latest/meta-data/"
     ]) {
       const res = await api.post("/api/webhooks", { url, events: ["task.created"] })
@@ -279,9 +288,9 @@ describe("private addresses (CONTRACT §2 SERVICE_WEBHOOK_ALLOW_PRIVATE)", () =>
     expect(list.find((w) => w.id === byName.id)!.url).toBe(`http://localhost:${r.port}/by-name`)
   })
 
-  it("a host name resolving to 127.0.0.1, and a stored loopback address, are blocked at connect time", async () => {
+  it("a host name resolving to 127.0.0.1, and a stored loopback address (also as ::ffff:0:127.0.0.1), are blocked at connect time", async () => {
     await createTask(api, { title: "Should not leave" })
-    for (const hook of [byName, byAddress]) {
+    for (const hook of [byName, byAddress, byEmbedded]) {
       const log = await eventually(async () => {
         const entries = await deliveryLog(api, hook.id)
         return entries.length > 0 ? entries : undefined

@@ -168,6 +168,18 @@ describe("webhook registrations (spec §4.8)", () => {
       // The same addresses spelled differently: IPv4-mapped IPv6, a decimal integer.
       { url: "http://[::ffff:169.254.169.254]/latest/meta-data/", events: ["task.created"] },
       { url: "http://2852039166/latest/meta-data/", events: ["task.created"] },
+      // IPv4-compatible, IPv4-translated and local-use NAT64 spellings of the metadata address.
+      { url: "http://[::169.254.169.254]/latest/meta-data/", events: ["task.created"] },
+      { url: "http://[::a9fe:a9fe]/latest/meta-data/", events: ["task.created"] },
+      { url: "http://[::ffff:0:169.254.169.254]/latest/meta-data/", events: ["task.created"] },
+      { url: "http://[64:ff9b:1::a9fe:a9fe]/latest/meta-data/", events: ["task.created"] },
+      // Multicast and reserved addresses, in IPv4, IPv6 and embedded forms.
+      { url: "http://224.0.0.1/hook", events: ["task.created"] },
+      { url: "http://[ff02::1]/hook", events: ["task.created"] },
+      { url: "http://[::ffff:239.255.255.250]/hook", events: ["task.created"] },
+      { url: "http://240.0.0.1/hook", events: ["task.created"] },
+      { url: "http://255.255.255.255/hook", events: ["task.created"] },
+      { url: "http://[::0.0.0.0]/hook", events: ["task.created"] },
       { url: "http://user:pass@127.0.0.1/hook", events: ["task.created"] },
       { url: receiver.url(), events: [] },
       { url: receiver.url(), events: ["task.exploded"] },

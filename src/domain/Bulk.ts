@@ -97,16 +97,42 @@ export const BulkEditPayload = Schema.Struct({
 })
 export type BulkEditPayload = typeof BulkEditPayload.Type
 
-/** Review targets: "3" or a range "2-5". Undefined when a target does not parse. */
-export const expandTargets = (targets: ReadonlyArray<string>): ReadonlyArray<number> | undefined => {
-  const out: Array<number> = []
+/** The widest range one review target may name ("1-1001"). */
+export const MAX_TARGET_SPAN = 1000
+
+export type TargetExpansion =
+  | { readonly _tag: "Invalid" }
+  | { readonly _tag: "Beyond"; readonly number: number }
+  | { readonly _tag: "Numbers"; readonly numbers: ReadonlyArray<number> }
+
+/**
+ * Review targets ("3" or a range "2-5") over a session numbered 1..size, deduplicated in the
+ * order first named. Every target is parsed and checked against the session before any
+ * range is expanded, so a range past the session is refused without walking it, and the
+ * walk is bounded by targets × min(span, size); a bitmap keeps each step constant time.
+ */
+export const expandTargets = (targets: ReadonlyArray<string>, size: number): TargetExpansion => {
+  const ranges: Array<readonly [number, number]> = []
   for (const target of targets) {
     const m = /^\s*(\d{1,6})\s*(?:-\s*(\d{1,6})\s*)?$/.exec(target)
-    if (m === null) return undefined
+    if (m === null) return { _tag: "Invalid" }
     const from = Number(m[1])
     const to = m[2] === undefined ? from : Number(m[2])
-    if (from < 1 || to < from || to - from > 1000) return undefined
-    for (let n = from; n <= to; n++) if (!out.includes(n)) out.push(n)
+    if (from < 1 || to < from || to - from > MAX_TARGET_SPAN) return { _tag: "Invalid" }
+    ranges.push([from, to])
   }
-  return out
+  for (const [from, to] of ranges) {
+    if (to > size) return { _tag: "Beyond", number: Math.max(from, size + 1) }
+  }
+  const seen = new Uint8Array(size + 1)
+  const numbers: Array<number> = []
+  for (const [from, to] of ranges) {
+    for (let n = from; n <= to; n++) {
+      if (seen[n] === 0) {
+        seen[n] = 1
+        numbers.push(n)
+      }
+    }
+  }
+  return { _tag: "Numbers", numbers }
 }

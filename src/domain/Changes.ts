@@ -29,6 +29,7 @@ export type ActionName =
   | "delete"
   | "restore"
   | "reprocess"
+  | "enrich"
   | "reminder_roll"
   | "rollover"
   | "undo"

@@ -51,7 +51,9 @@ export class Conflict extends Schema.TaggedError<Conflict>()("Conflict", {
 }
 
 export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()("ServiceUnavailable", {
-  message: Schema.String
+  message: Schema.String,
+  /** Why, when there is more to say (an AI provider's failure). */
+  details: Schema.optional(ErrorDetails)
 }) {
   static readonly status = 503
   static readonly code = "SERVICE_UNAVAILABLE"
@@ -89,7 +91,7 @@ export type ErrorEnvelope = typeof ErrorEnvelope.Type
 export const envelopeOf = (error: AppError): ErrorEnvelope => ({
   error: error.message,
   code: codeOf(error),
-  details: error._tag === "ValidationError" ? error.details : {}
+  details: error._tag === "ValidationError" ? error.details : error._tag === "ServiceUnavailable" ? error.details ?? {} : {}
 })
 
 /**
@@ -114,5 +116,16 @@ export const UnauthorizedWire = wire(Unauthorized, 401, "UNAUTHORIZED", (e) => n
 export const ForbiddenWire = wire(Forbidden, 403, "FORBIDDEN", (e) => new Forbidden({ message: e.error }))
 export const NotFoundWire = wire(NotFound, 404, "NOT_FOUND", (e) => new NotFound({ message: e.error }))
 export const ConflictWire = wire(Conflict, 409, "CONFLICT", (e) => new Conflict({ message: e.error }))
+/**
+ * Statuses answered around the handlers (the body limit, the header limit, an unexpected
+ * failure): never a handler's error value, declared so every operation lists them.
+ */
+const answeredAround = (identifier: string, status: number, code: string) =>
+  ErrorEnvelope.annotations({ identifier, ...HttpApiSchema.annotations({ status, description: code }) })
+
+export const PayloadTooLargeWire = answeredAround("PayloadTooLarge", 413, "PAYLOAD_TOO_LARGE")
+export const HeadersTooLargeWire = answeredAround("HeadersTooLarge", 431, "HEADERS_TOO_LARGE")
+export const InternalErrorWire = answeredAround("InternalError", 500, "INTERNAL_ERROR")
+
 export const ServiceUnavailableWire = wire(ServiceUnavailable, 503, "SERVICE_UNAVAILABLE", (e) =>
-  new ServiceUnavailable({ message: e.error }))
+  new ServiceUnavailable({ message: e.error, details: e.details }))

@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { DateTimeInput, Timestamp } from "./Task.js"
 import { parseCalendarDate } from "./LocalTime.js"
+import { MAX_INT, PageParams } from "./QueryParams.js"
 
 export const Completion = Schema.Struct({
   id: Schema.Int,
@@ -16,22 +17,25 @@ export const Completion = Schema.Struct({
   progress_target: Schema.Int
 }).annotations({ identifier: "Completion" })
 
-/** `YYYY-MM-DD`, a real calendar date. */
+/** `YYYY-MM-DD`, a real calendar date from year 100 on (two-digit years are refused). */
 export const CalendarDate = Schema.String.pipe(
-  Schema.filter((s) => parseCalendarDate(s) !== undefined || "must be a date YYYY-MM-DD")
-).annotations({ format: "date" })
+  Schema.filter((s) => parseCalendarDate(s) !== undefined || "must be a date YYYY-MM-DD", {
+    jsonSchema: { format: "date", pattern: "^(0[1-9][0-9]{2}|[1-9][0-9]{3})-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$" }
+  })
+)
 
 const IdParam = Schema.String.pipe(
   Schema.pattern(/^\d{1,10}$/, { message: () => "must be a positive integer id" }),
   Schema.compose(Schema.NumberFromString),
-  Schema.compose(Schema.Int.pipe(Schema.between(1, 2_147_483_647)))
-)
+  Schema.compose(Schema.Int.pipe(Schema.between(1, MAX_INT)))
+).annotations({ jsonSchema: { type: "integer", minimum: 1, maximum: MAX_INT } })
 
 export const CompletionsQuery = Schema.Struct({
   task_id: Schema.optional(IdParam),
   date: Schema.optional(CalendarDate),
   since: Schema.optional(DateTimeInput),
-  until: Schema.optional(DateTimeInput)
+  until: Schema.optional(DateTimeInput),
+  ...PageParams
 }).pipe(
   Schema.filter((q) => {
     if ((q.since === undefined) !== (q.until === undefined)) {

@@ -8,12 +8,16 @@ const IdNumber = Schema.Int.pipe(
   Schema.lessThanOrEqualTo(MAX_ID, { message: () => "is out of range" })
 )
 
-/** A path segment such as "42": digits only, so "4.2", "1e3" and "-1" are refused. */
+/**
+ * A path segment such as "42": digits only, so "4.2", "1e3" and "-1" are refused, then 1 to
+ * 2^31 - 1 (0 and larger values are a 400). The document says exactly that: an integer
+ * in that range, not the digits pattern, which would admit both.
+ */
 const IdFromString = Schema.String.pipe(
   Schema.pattern(/^\d{1,10}$/, { message: () => "must be a positive integer id" }),
   Schema.compose(Schema.NumberFromString),
   Schema.compose(IdNumber)
-)
+).annotations({ jsonSchema: { type: "integer", minimum: 1, maximum: MAX_ID } })
 
 const brandedId = <B extends string>(brand: B) => {
   const Id = IdNumber.pipe(Schema.brand(brand))

@@ -37,13 +37,19 @@ const refuse = (message: string) => Either.left(ValidationError.of(message))
 
 export const isRecurring = (t: TaskState) => t.rrule !== null && !isQuota(t)
 
-/** The next due date of a recurring task, or undefined when its series has ended. */
-export const nextDue = (t: TaskState, zone: string, at: Date): Date | undefined =>
-  advance(
-    { rule: t.rrule!, zone, anchorTime: t.anchor_time, mode: t.recurrence_mode as RecurrenceMode },
-    t.due_at === null ? null : new Date(t.due_at),
-    at,
-    t.series_start_at === null ? null : new Date(t.series_start_at)
+/**
+ * The next due date of a recurring task, undefined when its series has ended, or a 400 when
+ * its stored rule is refused (a rule saved before today's validation).
+ */
+export const nextDue = (t: TaskState, zone: string, at: Date): Either.Either<Date | undefined, ValidationError> =>
+  Either.mapLeft(
+    advance(
+      { rule: t.rrule!, zone, anchorTime: t.anchor_time, mode: t.recurrence_mode as RecurrenceMode },
+      t.due_at === null ? null : new Date(t.due_at),
+      at,
+      t.series_start_at === null ? null : new Date(t.series_start_at)
+    ),
+    (reason) => ValidationError.field("rrule", `rrule ${reason}`)
   )
 
 const openCheck = (t: TaskState, verb: string): Either.Either<void, ValidationError> => {
@@ -74,7 +80,9 @@ export const planDone = (t: TaskState, zone: string, now: Date): Either.Either<D
     ...(t.is_reminder ? { last_considered_at: at } : {})
   }
   if (isRecurring(t)) {
-    const next = nextDue(t, zone, now)
+    const found = nextDue(t, zone, now)
+    if (Either.isLeft(found)) return Either.left(found.left)
+    const next = found.right
     if (next !== undefined) {
       const nextIso = next.toISOString()
       return Either.right({
@@ -158,7 +166,9 @@ export const planSkip = (t: TaskState, zone: string, now: Date): Either.Either<S
   if (Either.isLeft(open)) return Either.left(open.left)
   const at = now.toISOString()
   if (isRecurring(t)) {
-    const next = nextDue(t, zone, now)
+    const found = nextDue(t, zone, now)
+    if (Either.isLeft(found)) return Either.left(found.left)
+    const next = found.right
     if (next !== undefined) {
       const nextIso = next.toISOString()
       return Either.right({

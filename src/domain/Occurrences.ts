@@ -1,15 +1,20 @@
-import rrulePkg from "rrule"
-import { instantOf, localParts } from "./LocalTime.js"
-
-const { RRule } = rrulePkg
+import { Either } from "effect"
+import { HOURLY, parseRule } from "./Recurrence.js"
+import { DAY_MS } from "./RuleCalendar.js"
+import { type Found, search, type Target } from "./RuleExpansion.js"
+import { wallOf } from "./ZoneOffsets.js"
 
 /**
- * Occurrences of an RFC 5545 rule on the user's local calendar.
+ * Occurrences of an RFC 5545 rule on the user's local calendar (see RuleExpansion for how
+ * they are found within a bound). Everything crossing this module's boundary is a real
+ * instant. A wall time skipped by a DST gap moves forward by the gap (02:30 → 03:30); a
+ * repeated wall time means its first instant; only that occurrence moves, the series keeps
+ * its wall time.
  *
- * `rrule` computes in "floating" time: a Date whose UTC fields are read as a wall clock.
- * Everything crossing this module's boundary is a real instant; the floating values never
- * leave it. A wall time skipped by a DST jump moves forward by the jump (02:30 → 03:30);
- * a repeated wall time means its first occurrence.
+ * Each function answers `Right(Date)`, `Right(undefined)` when the series has no such
+ * occurrence (COUNT spent, UNTIL passed, past year 9999), or `Left(reason)` when the rule is
+ * refused: it does not parse, provably never matches, or its matches are too sparse to find
+ * within the expansion's bound.
  */
 
 export type RecurrenceMode = "from_due" | "from_completion"
@@ -21,71 +26,34 @@ export interface RecurrenceInput {
   readonly anchorTime: string | null
 }
 
-const floating = (instant: Date, zone: string): Date => {
-  const p = localParts(instant, zone)
-  return new Date(Date.UTC(p.year, p.month - 1, p.day, p.hour, p.minute, p.second))
-}
-
-const realOf = (wall: Date, zone: string): Date =>
-  instantOf(
-    zone,
-    wall.getUTCFullYear(),
-    wall.getUTCMonth() + 1,
-    wall.getUTCDate(),
-    wall.getUTCHours(),
-    wall.getUTCMinutes(),
-    wall.getUTCSeconds()
-  )
+export type Occurrence = Either.Either<Date | undefined, string>
 
 const parseAnchor = (anchor: string | null): { hour: number; minute: number } | undefined => {
   const m = anchor === null ? null : /^(\d{2}):(\d{2})$/.exec(anchor)
   return m === null ? undefined : { hour: Number(m[1]), minute: Number(m[2]) }
 }
 
-const ruleText = (rule: string) => rule.trim().replace(/^RRULE:/i, "")
-
-/** Builds the rule starting at a floating DTSTART, dropping any DTSTART/TZID in the text. */
-const build = (rule: string, dtstart: Date) => {
-  const options = RRule.parseString(ruleText(rule))
-  return new RRule({ ...options, dtstart, tzid: null })
+/** The series' first wall time: the reference's local date at the anchor, else its wall clock. */
+const seriesWall = (reference: Date, input: RecurrenceInput, fallback?: { hour: number; minute: number }): number => {
+  const wall = wallOf(input.zone, reference.getTime())
+  const anchor = parseAnchor(input.anchorTime) ?? fallback
+  if (anchor === undefined) return wall - (((wall % 1000) + 1000) % 1000)
+  return Math.floor(wall / DAY_MS) * DAY_MS + (anchor.hour * 60 + anchor.minute) * 60_000
 }
 
-/** The floating DTSTART for a rule whose series passes through `reference` (wall time). */
-const startAt = (referenceWall: Date, anchor: { hour: number; minute: number } | undefined) => {
-  if (anchor === undefined) return referenceWall
-  return new Date(Date.UTC(
-    referenceWall.getUTCFullYear(),
-    referenceWall.getUTCMonth(),
-    referenceWall.getUTCDate(),
-    anchor.hour,
-    anchor.minute
-  ))
-}
+const find = (input: RecurrenceInput, dtWall: (freq: number) => number, target: (freq: number) => Target): Found =>
+  Either.flatMap(parseRule(input.rule), (rule): Found => search(rule, dtWall(rule.freq), input.zone, target(rule.freq)))
+
+const run = (input: RecurrenceInput, dtWall: (freq: number) => number, target: (freq: number) => Target): Occurrence =>
+  Either.map(find(input, dtWall, target), (hit) => (hit === undefined ? undefined : new Date(hit.instant)))
 
 /**
  * The first occurrence strictly after `after`, in a series that starts at `seriesStart`
- * (both real instants). Undefined when the rule has no further occurrence.
+ * (both real instants) — including one a DST gap moved past `after` although its wall time
+ * reads earlier than `after`'s.
  */
-export const nextOccurrence = (
-  input: RecurrenceInput,
-  seriesStart: Date,
-  after: Date
-): Date | undefined => {
-  const anchor = parseAnchor(input.anchorTime)
-  const dtstart = startAt(floating(seriesStart, input.zone), anchor)
-  const rule = build(input.rule, dtstart)
-  let cursor = floating(after, input.zone)
-  // A repeated (fall-back) hour maps two instants to one wall time; step until the real
-  // instant is strictly later.
-  for (let guard = 0; guard < 4; guard++) {
-    const wall = rule.after(cursor, false)
-    if (wall === null) return undefined
-    const real = realOf(wall, input.zone)
-    if (real.getTime() > after.getTime()) return real
-    cursor = wall
-  }
-  return undefined
-}
+export const nextOccurrence = (input: RecurrenceInput, seriesStart: Date, after: Date): Occurrence =>
+  run(input, () => seriesWall(seriesStart, input), () => ({ kind: "after", instant: after.getTime() }))
 
 /**
  * Where a recurring task goes when its current occurrence is completed or skipped
@@ -99,35 +67,42 @@ export const advance = (
   completedAt: Date,
   /** Where the series began (its first due date): COUNT and INTERVAL count from here. */
   seriesStart: Date | null = currentDue
-): Date | undefined => {
+): Occurrence => {
   if (input.mode === "from_due" && currentDue !== null) {
     return nextOccurrence(input, seriesStart ?? currentDue, currentDue)
   }
-  const anchor = parseAnchor(input.anchorTime)
-  const completedWall = floating(completedAt, input.zone)
-  const rule = build(input.rule, startAt(completedWall, anchor))
-  const subDaily = rule.options.freq >= RRule.HOURLY
-  const after = subDaily ? completedWall : new Date(Date.UTC(
-    completedWall.getUTCFullYear(),
-    completedWall.getUTCMonth(),
-    completedWall.getUTCDate(),
-    23,
-    59,
-    59
-  ))
-  const wall = rule.after(after, false)
-  return wall === null ? undefined : realOf(wall, input.zone)
+  const completedWall = wallOf(input.zone, completedAt.getTime())
+  return run(
+    input,
+    () => seriesWall(completedAt, input),
+    (freq) =>
+      freq === HOURLY
+        ? { kind: "after", instant: completedAt.getTime() }
+        : { kind: "wall", wall: (Math.floor(completedWall / DAY_MS) + 1) * DAY_MS }
+  )
 }
 
-/** The first occurrence at or after `from`, for a new recurring task without a due date. */
-export const firstOccurrence = (input: RecurrenceInput, from: Date): Date | undefined => {
-  const p = localParts(from, input.zone)
-  const anchor = parseAnchor(input.anchorTime) ?? { hour: 0, minute: 0 }
-  const dtstartWall = new Date(Date.UTC(p.year, p.month - 1, p.day, anchor.hour, anchor.minute))
-  const rule = build(input.rule, dtstartWall)
-  const wall = rule.after(dtstartWall, true)
-  if (wall === null) return undefined
-  const real = realOf(wall, input.zone)
-  if (real.getTime() >= from.getTime()) return real
-  return nextOccurrence(input, real, from)
-}
+/**
+ * The first occurrence at or after `from`, for a new recurring task: the series starts on
+ * `from`'s local date at the anchor time (00:00 without one).
+ */
+export const firstOccurrence = (input: RecurrenceInput, from: Date): Occurrence =>
+  Either.map(firstOccurrenceAt(input, from), (first) => first?.at)
+
+/**
+ * firstOccurrence with the wall time (`HH:MM`) the occurrence stands for: a new series is
+ * anchored there, not at the instant's clock reading, which a DST gap may have moved.
+ */
+export const firstOccurrenceAt = (
+  input: RecurrenceInput,
+  from: Date
+): Either.Either<{ readonly at: Date; readonly wallTime: string } | undefined, string> =>
+  Either.map(
+    find(input, () => seriesWall(from, input, { hour: 0, minute: 0 }), () => ({ kind: "from", instant: from.getTime() })),
+    (hit) => {
+      if (hit === undefined) return undefined
+      const minutes = Math.floor((((hit.wall % DAY_MS) + DAY_MS) % DAY_MS) / 60_000)
+      const pad = (n: number) => String(n).padStart(2, "0")
+      return { at: new Date(hit.instant), wallTime: `${pad(Math.floor(minutes / 60))}:${pad(minutes % 60)}` }
+    }
+  )

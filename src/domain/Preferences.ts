@@ -1,12 +1,13 @@
 import { Schema } from "effect"
 import { isValidTimeZone } from "./TimeZone.js"
+import { StoredString } from "./Text.js"
 
 const minutes = Schema.Int.pipe(Schema.between(0, 10_080, { message: () => "must be 0-10080 minutes" }))
 const slotRef = Schema.NullOr(Schema.Int.pipe(Schema.between(1, 2_147_483_647, { message: () => "must be a time slot id" })))
-const shortText = (max: number) => Schema.String.pipe(Schema.maxLength(max, { message: () => `must be at most ${max} characters` }))
+const shortText = (max: number) => StoredString.pipe(Schema.maxLength(max, { message: () => `must be at most ${max} characters` }))
 
 /** Free-form option names chosen by clients: non-empty, short. */
-const label = Schema.String.pipe(
+const label = StoredString.pipe(
   Schema.minLength(1, { message: () => "must not be empty" }),
   Schema.maxLength(50, { message: () => "must be at most 50 characters" })
 )
@@ -14,8 +15,10 @@ const label = Schema.String.pipe(
 export const WeekStart = Schema.Literal("sunday", "monday")
 export type WeekStart = typeof WeekStart.Type
 
-export const TimeZoneName = Schema.String.pipe(
-  Schema.filter((zone) => isValidTimeZone(zone) || `unknown time zone "${zone}"`)
+export const TimeZoneName = StoredString.pipe(
+  Schema.filter((zone) => isValidTimeZone(zone) || `unknown time zone "${zone}"`, {
+    jsonSchema: { minLength: 1, description: "an IANA time zone name, such as Europe/Paris" }
+  })
 )
 
 /** Spec §2.8 plus `timezone` (CONTRACT §5). */

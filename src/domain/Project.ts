@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { Timestamp } from "./Task.js"
+import { nonBlank, StoredString } from "./Text.js"
 
 export const Project = Schema.Struct({
   id: Schema.Int,
@@ -15,12 +16,12 @@ export const Project = Schema.Struct({
   created_at: Timestamp
 }).annotations({ identifier: "Project" })
 
-const Name = Schema.String.pipe(
-  Schema.filter((s) => s.trim().length > 0 || "must not be empty"),
+const Name = StoredString.pipe(
+  nonBlank(),
   Schema.maxLength(200, { message: () => "must be at most 200 characters" })
 )
-const Color = Schema.String.pipe(Schema.maxLength(50, { message: () => "must be at most 50 characters" }))
-const Description = Schema.String.pipe(Schema.maxLength(10_000, { message: () => "must be at most 10000 characters" }))
+const Color = StoredString.pipe(Schema.maxLength(50, { message: () => "must be at most 50 characters" }))
+const Description = StoredString.pipe(Schema.maxLength(10_000, { message: () => "must be at most 10000 characters" }))
 const SortOrder = Schema.Int.pipe(Schema.between(-1_000_000, 1_000_000))
 
 export const ProjectCreate = Schema.Struct({
@@ -47,3 +48,26 @@ export const ProjectReorder = Schema.Struct({
     Schema.maxItems(1000)
   )
 })
+
+/** What decides who can see a project: a shared project is visible to every user (CONTRACT §4). */
+export interface ProjectAccess {
+  readonly owner_id: number
+  readonly shared: boolean
+}
+
+export const canSeeProject = (project: ProjectAccess, userId: number) => project.shared || project.owner_id === userId
+
+export const PROJECT_NOT_FOUND = "Project not found"
+export const OWNER_CANNOT_SEE_PROJECT =
+  "The task's owner cannot see this project: only their own projects and shared ones can hold their tasks"
+
+/**
+ * Why `actorId` may not file a task owned by `ownerId` in `project` (undefined: they may).
+ * Both must see the project; otherwise moving a shared task into the mover's private
+ * project would take it out of its owner's reach.
+ */
+export const projectRefusal = (project: ProjectAccess | undefined, actorId: number, ownerId: number): string | undefined => {
+  if (project === undefined || !canSeeProject(project, actorId)) return PROJECT_NOT_FOUND
+  if (!canSeeProject(project, ownerId)) return OWNER_CANNOT_SEE_PROJECT
+  return undefined
+}

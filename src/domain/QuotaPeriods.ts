@@ -1,6 +1,8 @@
 import { Either } from "effect"
 import { addDays, instantOf, localParts } from "./LocalTime.js"
 
+const DAY_MS = 86_400_000
+
 /**
  * Quota periods on the user's local calendar (spec "Quota period rules"). Pure: every
  * function takes the instants it works on.
@@ -8,6 +10,10 @@ import { addDays, instantOf, localParts } from "./LocalTime.js"
  * A period is [start, end). Starts and ends are local midnights: the first of a day, of the
  * user's week (week_start), of a month, of a year. INTERVAL counts whole units from the
  * first period. 23- and 25-hour days are normal days.
+ *
+ * Every function places an instant on the same local day (`dayOf`): the one whose first
+ * midnight it has reached. Where clocks went back across midnight (St. John's until 2011:
+ * 00:01 → 23:01), the repeated hour shows the old date but belongs to the new day.
  */
 
 export type PeriodFreq = "DAILY" | "WEEKLY" | "MONTHLY" | "YEARLY"
@@ -46,7 +52,20 @@ interface CalendarDate {
   readonly day: number
 }
 
-const midnight = (zone: string, d: CalendarDate) => instantOf(zone, d.year, d.month, d.day)
+const midnights = new Map<string, number>()
+/**
+ * The first instant of a local date. Memoised (bounded): counting days asks for the same
+ * few midnights over and over, and each costs several Intl look-ups.
+ */
+const midnight = (zone: string, d: CalendarDate): Date => {
+  const key = `${zone} ${d.year}-${d.month}-${d.day}`
+  const known = midnights.get(key)
+  if (known !== undefined) return new Date(known)
+  if (midnights.size >= 10_000) midnights.clear()
+  const at = instantOf(zone, d.year, d.month, d.day)
+  midnights.set(key, at.getTime())
+  return at
+}
 
 const dayNumber = (d: CalendarDate) => Math.floor(Date.UTC(d.year, d.month - 1, d.day) / 86_400_000)
 
@@ -78,11 +97,31 @@ export const unitStart = (freq: PeriodFreq, d: CalendarDate, weekStart: WeekStar
   }
 }
 
+/**
+ * Days that happened from local date `a` to `b`. A date skipped by a date-line change
+ * (Apia and Fakaofo, 30 Dec 2011) has the same first instant as the next date, so it adds
+ * nothing; other offset changes are under 12 hours and vanish in the rounding.
+ */
+const daysBetween = (zone: string, a: CalendarDate, b: CalendarDate): number =>
+  Math.round((midnight(zone, b).getTime() - midnight(zone, a).getTime()) / DAY_MS)
+
+/** The date `days` days that happened after `d` (a skipped date counts as the day after it). */
+const addLivedDays = (zone: string, d: CalendarDate, days: number): CalendarDate => {
+  let n = dayNumber(d) + days
+  // A skipped date makes the calendar guess one short; two corrections settle it.
+  for (let i = 0; i < 3; i++) {
+    const lived = daysBetween(zone, d, fromDayNumber(n))
+    if (lived === days) break
+    n += days - lived
+  }
+  return fromDayNumber(n)
+}
+
 /** `units` whole units after the unit starting on `d` (a unit start). */
-const addUnits = (freq: PeriodFreq, d: CalendarDate, units: number): CalendarDate => {
+const addUnits = (freq: PeriodFreq, zone: string, d: CalendarDate, units: number): CalendarDate => {
   switch (freq) {
     case "DAILY":
-      return fromDayNumber(dayNumber(d) + units)
+      return addLivedDays(zone, d, units)
     case "WEEKLY":
       return fromDayNumber(dayNumber(d) + 7 * units)
     case "MONTHLY":
@@ -93,10 +132,10 @@ const addUnits = (freq: PeriodFreq, d: CalendarDate, units: number): CalendarDat
 }
 
 /** Whole units from unit start `a` to unit start `b` (negative when b is earlier). */
-const unitsBetween = (freq: PeriodFreq, a: CalendarDate, b: CalendarDate): number => {
+const unitsBetween = (freq: PeriodFreq, zone: string, a: CalendarDate, b: CalendarDate): number => {
   switch (freq) {
     case "DAILY":
-      return dayNumber(b) - dayNumber(a)
+      return daysBetween(zone, a, b)
     case "WEEKLY":
       return Math.round((dayNumber(b) - dayNumber(a)) / 7)
     case "MONTHLY":
@@ -106,14 +145,27 @@ const unitsBetween = (freq: PeriodFreq, a: CalendarDate, b: CalendarDate): numbe
   }
 }
 
-const localDay = (instant: Date, zone: string): CalendarDate => {
+/**
+ * The local day an instant belongs to: the date on the clock, or the next date when its
+ * first midnight has already passed (the repeated hour of a fall-back across midnight).
+ */
+export const dayOf = (instant: Date, zone: string): CalendarDate => {
   const p = localParts(instant, zone)
-  return { year: p.year, month: p.month, day: p.day }
+  const clock = { year: p.year, month: p.month, day: p.day }
+  // Only a clock that went back can show a date whose successor has begun; it shows an
+  // evening hour then, so the lookup is skipped for the other half of the day.
+  if (p.hour < 12) return clock
+  const next = fromDayNumber(dayNumber(clock) + 1)
+  return midnight(zone, next).getTime() <= instant.getTime() ? next : clock
 }
+
+/** The first local day of the unit (interval 1) that `instant` belongs to. */
+const unitOf = (freq: PeriodFreq, settings: PeriodSettings, instant: Date): CalendarDate =>
+  unitStart(freq, dayOf(instant, settings.zone), settings.weekStart)
 
 /**
  * The period containing `at`, in the series whose first period starts at `anchor` (a
- * period start). Without an anchor, the series is anchored at the unit containing `at`.
+ * period start). Without an anchor, the series starts at the unit containing `at`.
  */
 export const periodContaining = (
   rule: PeriodRule,
@@ -121,45 +173,37 @@ export const periodContaining = (
   at: Date,
   anchor?: Date
 ): Period => {
-  const atUnit = unitStart(rule.freq, localDay(at, settings.zone), settings.weekStart)
-  const anchorUnit = anchor === undefined ? atUnit : unitStart(rule.freq, localDay(anchor, settings.zone), settings.weekStart)
-  const k = Math.floor(unitsBetween(rule.freq, anchorUnit, atUnit) / rule.interval)
-  const startDay = addUnits(rule.freq, anchorUnit, k * rule.interval)
-  const endDay = addUnits(rule.freq, startDay, rule.interval)
-  const period = { start: midnight(settings.zone, startDay), end: midnight(settings.zone, endDay) }
-  // A fall-back just after midnight (St. John's before 2011: 00:01 → 23:01) shows the
-  // previous date again after the new day began; such an instant is in the next period.
-  return at.getTime() >= period.end.getTime()
-    ? { start: period.end, end: periodEndFrom(rule, settings, period.end) }
-    : period
+  const atUnit = unitOf(rule.freq, settings, at)
+  const anchorUnit = anchor === undefined ? atUnit : unitOf(rule.freq, settings, anchor)
+  const k = Math.floor(unitsBetween(rule.freq, settings.zone, anchorUnit, atUnit) / rule.interval)
+  const startDay = addUnits(rule.freq, settings.zone, anchorUnit, k * rule.interval)
+  const endDay = addUnits(rule.freq, settings.zone, startDay, rule.interval)
+  return { start: midnight(settings.zone, startDay), end: midnight(settings.zone, endDay) }
 }
 
 /** The end of the full period that starts at `start` (a local unit start). */
-export const periodEndFrom = (rule: PeriodRule, settings: PeriodSettings, start: Date): Date => {
-  const startUnit = unitStart(rule.freq, localDay(start, settings.zone), settings.weekStart)
-  return midnight(settings.zone, addUnits(rule.freq, startUnit, rule.interval))
-}
+export const periodEndFrom = (rule: PeriodRule, settings: PeriodSettings, start: Date): Date =>
+  midnight(settings.zone, addUnits(rule.freq, settings.zone, unitOf(rule.freq, settings, start), rule.interval))
 
 /**
  * The first unit boundary under `settings` strictly after `after`: where the current
  * period ends when week_start or the time zone changes (period rule 4: the short period
  * lasts at most one unit, and full intervals run from this boundary).
  */
-export const nextBoundary = (rule: PeriodRule, settings: PeriodSettings, after: Date): Date => {
-  const unit = unitStart(rule.freq, localDay(after, settings.zone), settings.weekStart)
-  const start = midnight(settings.zone, unit)
-  return start.getTime() > after.getTime() ? start : midnight(settings.zone, addUnits(rule.freq, unit, 1))
-}
+export const nextBoundary = (rule: PeriodRule, settings: PeriodSettings, after: Date): Date =>
+  midnight(settings.zone, addUnits(rule.freq, settings.zone, unitOf(rule.freq, settings, after), 1))
 
 /**
  * The unit boundary under `settings` nearest to `target` and later than `after`: where a
  * period ends when only the time zone moved, so the end shifts by the change of offset and
- * no count is cut short.
+ * no count is cut short. Ties go to the earlier boundary.
  */
 export const nearestBoundary = (rule: PeriodRule, settings: PeriodSettings, target: Date, after: Date): Date => {
   const justBefore = new Date(target.getTime() - 1)
   const later = nextBoundary(rule, settings, justBefore)
-  const earlier = midnight(settings.zone, unitStart(rule.freq, localDay(justBefore, settings.zone), settings.weekStart))
+  // A target at or before `after`: no boundary lies between them, the first after `after` is nearest.
+  if (later.getTime() <= after.getTime()) return nextBoundary(rule, settings, after)
+  const earlier = midnight(settings.zone, unitOf(rule.freq, settings, justBefore))
   if (earlier.getTime() <= after.getTime()) return later
   return target.getTime() - earlier.getTime() <= later.getTime() - target.getTime() ? earlier : later
 }

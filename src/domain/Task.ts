@@ -1,5 +1,7 @@
 import { ParseResult, Schema } from "effect"
 import { ProjectId } from "./Ids.js"
+import { BooleanParam, IntParam, MAX_INT, PageParams } from "./QueryParams.js"
+import { isStorable, nonBlank, StoredString, UNSTORABLE_MESSAGE } from "./Text.js"
 
 /** Wire timestamps: ISO 8601 in UTC with milliseconds and `Z`. */
 export const Timestamp = Schema.String.annotations({ format: "date-time", examples: ["2026-11-21T08:00:00.000Z"] })
@@ -8,7 +10,13 @@ const NullableTimestamp = Schema.NullOr(Timestamp)
 export const QuotaPromptConfig = Schema.Struct({
   enabled: Schema.optional(Schema.Boolean),
   slot_id: Schema.optional(Schema.NullOr(Schema.Int)),
-  numbers: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Int }))
+  numbers: Schema.optional(
+    Schema.Record({ key: Schema.String, value: Schema.Int }).pipe(
+      Schema.filter((m) => Object.keys(m).every(isStorable) || `keys ${UNSTORABLE_MESSAGE}`, {
+        jsonSchema: { propertyNames: { pattern: "^[^\\u0000]*$" } }
+      })
+    )
+  )
 })
 
 export const QuotaDayState = Schema.Struct({
@@ -68,7 +76,9 @@ export const Task = Schema.Struct({
   is_reminder: Schema.Boolean,
   is_tracked: Schema.Boolean,
   snooze_count: Schema.Int,
-  is_snoozed: Schema.Boolean
+  is_snoozed: Schema.Boolean,
+  /** AI enrichment of the title: null when never requested (issue 11). */
+  enrichment_status: Schema.NullOr(Schema.Literal("pending", "done", "failed"))
 }).annotations({ identifier: "Task" })
 export type Task = typeof Task.Type
 
@@ -84,7 +94,15 @@ const realCalendarDay = (text: string): boolean => {
 
 /** An ISO 8601 date-time with any offset (none means UTC), decoded to a Date. */
 export const DateTimeInput = Schema.transformOrFail(
-  Schema.String.annotations({ format: "date-time" }),
+  // Documented as RFC 3339 from 1970 on (what every client should send); the parser also
+  // takes a space for T, no seconds and no offset (UTC), which the document leaves out.
+  Schema.String.annotations({
+    jsonSchema: {
+      type: "string",
+      format: "date-time",
+      pattern: "^(19[7-9][0-9]|[2-9][0-9]{3})-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"
+    }
+  }),
   Schema.DateFromSelf,
   {
     strict: true,
@@ -101,14 +119,14 @@ export const DateTimeInput = Schema.transformOrFail(
   }
 ).annotations({ identifier: "DateTime", message: () => "must be an ISO 8601 date-time" })
 
-export const Title = Schema.String.pipe(
-  Schema.filter((s) => s.trim().length > 0 || "must not be empty"),
+export const Title = StoredString.pipe(
+  nonBlank(),
   Schema.maxLength(10_000, { message: () => "must be at most 10000 characters" })
 )
-export const Notes = Schema.String.pipe(Schema.maxLength(10_000, { message: () => "must be at most 10000 characters" }))
+export const Notes = StoredString.pipe(Schema.maxLength(10_000, { message: () => "must be at most 10000 characters" }))
 export const Labels = Schema.Array(
-  Schema.String.pipe(
-    Schema.filter((s) => s.trim().length > 0 || "a label must not be empty"),
+  StoredString.pipe(
+    nonBlank("a label must not be empty"),
     Schema.maxLength(100, { message: () => "a label must be at most 100 characters" })
   )
 ).pipe(Schema.maxItems(50, { message: () => "at most 50 labels" }))
@@ -184,44 +202,28 @@ export const TaskPatch = Schema.Struct({
 }).annotations({ identifier: "TaskPatch" })
 export type TaskPatch = typeof TaskPatch.Type
 
-const BooleanParam = Schema.transformOrFail(Schema.String, Schema.Boolean, {
-  strict: true,
-  decode: (s, _, ast) => {
-    const t = s.toLowerCase()
-    if (t === "true" || t === "1") return ParseResult.succeed(true)
-    if (t === "false" || t === "0") return ParseResult.succeed(false)
-    return ParseResult.fail(new ParseResult.Type(ast, s, "must be true or false"))
-  },
-  encode: (b) => ParseResult.succeed(String(b))
-}).annotations({ message: () => "must be true or false" })
-
-const IntParam = (min: number, max: number) =>
-  Schema.String.pipe(
-    Schema.pattern(/^-?\d{1,10}$/, { message: () => "must be an integer" }),
-    Schema.compose(Schema.NumberFromString),
-    Schema.compose(Schema.Int.pipe(Schema.between(min, max, { message: () => `must be from ${min} to ${max}` })))
-  )
-
 export const TaskKind = Schema.Literal("task", "reminder", "quota")
 export type TaskKind = typeof TaskKind.Type
 
 /** GET /api/tasks query (spec §4.2); `project` is an alias of `project_id`. */
 export const TaskListQuery = Schema.Struct({
   done: Schema.optional(BooleanParam),
-  project_id: Schema.optional(IntParam(1, 2_147_483_647)),
-  project: Schema.optional(IntParam(1, 2_147_483_647)),
-  label: Schema.optional(Schema.String),
-  search: Schema.optional(Schema.String),
+  project_id: Schema.optional(IntParam(1, MAX_INT)),
+  project: Schema.optional(IntParam(1, MAX_INT)),
+  label: Schema.optional(StoredString),
+  search: Schema.optional(StoredString),
   trashed: Schema.optional(BooleanParam),
   archived: Schema.optional(BooleanParam),
   overdue: Schema.optional(BooleanParam),
   kind: Schema.optional(TaskKind.annotations(oneOf("must be task, reminder or quota"))),
   recurring: Schema.optional(BooleanParam),
   one_off: Schema.optional(BooleanParam),
-  limit: Schema.optional(IntParam(1, 1000)),
-  offset: Schema.optional(IntParam(0, 2_147_483_647))
+  ...PageParams
 })
 export type TaskListQuery = typeof TaskListQuery.Type
+
+/** GET /api/trash: pages like the task list. */
+export const TrashQuery = Schema.Struct(PageParams)
 
 export const TaskList = Schema.Struct({ tasks: Schema.Array(Task), count: Schema.Int })
 export const TaskCounts = Schema.Struct({ total: Schema.Int, overdue: Schema.Int, today: Schema.Int })

@@ -2,7 +2,7 @@ import { Either } from "effect"
 import { ValidationError } from "./Errors.js"
 import type { JsonValue, Row } from "./Json.js"
 import { localParts, localTimeOfDay } from "./LocalTime.js"
-import { firstOccurrence } from "./Occurrences.js"
+import { firstOccurrenceAt } from "./Occurrences.js"
 import { isBarePeriodRule, parseRule } from "./Recurrence.js"
 import type { TaskCreate, TaskPatch } from "./Task.js"
 
@@ -98,13 +98,25 @@ export const firstDue = (
   view: RuleView,
   zone: string,
   now: Date
-): Either.Either<string | null, ValidationError> => {
-  if (view.rrule === null || isQuota(view)) return Either.right(view.due_at)
+): Either.Either<FirstDue, ValidationError> => {
+  if (view.rrule === null || isQuota(view)) return Either.right({ due_at: view.due_at, anchor_time: undefined })
   const from = view.due_at === null ? now : new Date(view.due_at)
   const anchorTime = view.due_at === null ? null : localTimeOfDay(from, zone)
-  const first = firstOccurrence({ rule: view.rrule, zone, anchorTime }, from)
-  if (first === undefined) return Either.left(ValidationError.field("rrule", "rrule never matches a future date"))
-  return Either.right(view.due_at ?? first.toISOString())
+  const first = firstOccurrenceAt({ rule: view.rrule, zone, anchorTime }, from)
+  if (Either.isLeft(first)) return Either.left(ValidationError.field("rrule", `rrule ${first.left}`))
+  if (first.right === undefined) return Either.left(ValidationError.field("rrule", "rrule never matches a future date"))
+  if (view.due_at !== null) return Either.right({ due_at: view.due_at, anchor_time: undefined })
+  return Either.right({ due_at: first.right.at.toISOString(), anchor_time: first.right.wallTime })
+}
+
+/**
+ * A recurring task's first due date; with `anchor_time` when the rule chose it: the wall
+ * time the series keeps, which differs from the due date's clock reading when a DST gap
+ * moved that first occurrence (Lord Howe's 02:00 shown as 02:30).
+ */
+export interface FirstDue {
+  readonly due_at: string | null
+  readonly anchor_time: string | undefined
 }
 
 /** The stored row of a new task (CONTRACT §7 meanings), or why it is refused. */
@@ -130,9 +142,9 @@ export const newTaskRow = (
         ruleTouched: true,
         dateTouched: true
       }),
-      (checked) => Either.map(firstDue(checked, context.zone, context.now), (due_at) => ({ ...checked, due_at }))
+      (checked) => Either.map(firstDue(checked, context.zone, context.now), (first) => ({ ...checked, first }))
     ),
-    (checked): Row => {
+    ({ first, ...checked }): Row => {
       const title = input.title.trim()
       const autoTarget = checked.target_at === null && checked.deadline_at !== null
       return {
@@ -142,12 +154,13 @@ export const newTaskRow = (
         original_title: input.title,
         short_title: input.short_title?.trim() ?? title,
         priority: input.priority ?? 0,
-        due_at: checked.due_at,
-        original_due_at: checked.due_at,
-        series_start_at: checked.rrule !== null && !isQuota(checked) ? checked.due_at : null,
+        due_at: first.due_at,
+        original_due_at: first.due_at,
+        series_start_at: checked.rrule !== null && !isQuota(checked) ? first.due_at : null,
         rrule: checked.rrule,
         recurrence_mode: input.recurrence_mode ?? "from_due",
-        ...anchorsOf(checked.due_at, context.zone),
+        ...anchorsOf(first.due_at, context.zone),
+        ...(first.anchor_time === undefined ? {} : { anchor_time: first.anchor_time }),
         target_at: autoTarget ? checked.deadline_at : checked.target_at,
         target_set_at: checked.target_at !== null ? now : null,
         segment_targeted_at: checked.target_at,
@@ -184,7 +197,12 @@ export const visibleFields = (fields: ReadonlyArray<string>) => fields.filter((f
 export const patchTaskRow = (
   current: Row,
   patch: TaskPatch,
-  context: { readonly now: Date; readonly zone: string }
+  context: {
+    readonly now: Date
+    readonly zone: string
+    /** The series' wall time when the rule chose the due date (see FirstDue). */
+    readonly anchorTime?: string | undefined
+  }
 ): Either.Either<Row, ValidationError> => {
   const now = context.now.toISOString()
   const str = (v: JsonValue | undefined) => (typeof v === "string" ? v : null)
@@ -215,9 +233,9 @@ export const patchTaskRow = (
   if (has("rrule") && checked.right.rrule !== null) {
     const due = firstDue(checked.right, context.zone, context.now)
     if (Either.isLeft(due)) return Either.left(due.left)
-    if (checked.right.due_at === null && due.right !== null) {
+    if (checked.right.due_at === null && due.right.due_at !== null) {
       // A rule added to a task without a due date schedules its first occurrence.
-      return patchTaskRow(current, { ...patch, due_at: new Date(due.right) }, context)
+      return patchTaskRow(current, { ...patch, due_at: new Date(due.right.due_at) }, { ...context, anchorTime: due.right.anchor_time })
     }
   }
   const v = checked.right
@@ -241,6 +259,7 @@ export const patchTaskRow = (
   if (has("due_at") || v.due_at !== str(current.due_at)) {
     out.due_at = v.due_at
     Object.assign(out, anchorsOf(v.due_at, context.zone))
+    if (context.anchorTime !== undefined) out.anchor_time = context.anchorTime
     if (current.original_due_at === null || patch.reset_original_due_at === true) out.original_due_at = v.due_at
   } else if (patch.reset_original_due_at === true) {
     out.original_due_at = v.due_at

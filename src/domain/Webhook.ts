@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { EVENT_NAMES } from "./Changes.js"
 import { Timestamp } from "./Task.js"
+import { StoredString } from "./Text.js"
 
 export const Webhook = Schema.Struct({
   id: Schema.Int,
@@ -15,7 +16,7 @@ export const Webhook = Schema.Struct({
 export const WebhookWithSecret = Schema.extend(Webhook, Schema.Struct({ secret: Schema.String }))
 
 /** http or https, a host, no credentials in the URL, at most 2000 characters. */
-export const WebhookUrl = Schema.String.pipe(
+export const WebhookUrl = StoredString.pipe(
   Schema.maxLength(2000, { message: () => "must be at most 2000 characters" }),
   Schema.filter((text) => {
     let url: URL
@@ -28,7 +29,7 @@ export const WebhookUrl = Schema.String.pipe(
     if (url.hostname === "") return "must name a host"
     if (url.username !== "" || url.password !== "") return "must not carry credentials"
     return undefined
-  })
+  }, { jsonSchema: { minLength: 1, pattern: "^[Hh][Tt][Tt][Pp][Ss]?://[^@/?#]+([/?#]|$)" } })
 )
 
 export const EventName = Schema.Literal(...EVENT_NAMES).annotations({

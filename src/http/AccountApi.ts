@@ -3,6 +3,7 @@ import { Schema } from "effect"
 import { TokenIdParam } from "../domain/Ids.js"
 import { Preferences, PreferencesPatch } from "../domain/Preferences.js"
 import { Timestamp } from "../domain/Task.js"
+import { nonBlank, StoredString } from "../domain/Text.js"
 import { Data } from "./Envelope.js"
 import { Authentication } from "./Security.js"
 
@@ -23,8 +24,8 @@ export const TokenListItem = Schema.Struct({
 export const CreatedToken = Schema.extend(TokenListItem, Schema.Struct({ token: Schema.String }))
 
 export const TokenCreate = Schema.Struct({
-  name: Schema.String.pipe(
-    Schema.filter((s) => s.trim().length > 0 || "must not be empty"),
+  name: StoredString.pipe(
+    nonBlank(),
     Schema.maxLength(100, { message: () => "must be at most 100 characters" })
   )
 })

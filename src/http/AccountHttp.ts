@@ -31,7 +31,7 @@ export const AccountHttpLive = HttpApiBuilder.group(Api, "account", (handlers) =
           Effect.map((tokens) => sendData({ tokens }))
         ), whole)
       .handle("createToken", ({ payload }) =>
-        Effect.flatMap(CurrentUser, (user) => credentials.createToken(user.id, payload.name.trim())).pipe(
+        Effect.flatMap(CurrentUser, (user) => credentials.createCappedToken(user.id, payload.name.trim())).pipe(
           Effect.map((token) => sendData(token, 201))
         ), whole)
       .handle("deleteToken", ({ path }) =>
@@ -57,6 +57,7 @@ export const SessionHttpLive = HttpApiBuilder.group(Api, "session", (handlers) =
             httpOnly: true,
             sameSite: "lax",
             path: "/",
+            secure: authenticator.viaHttps(request),
             // A lifetime, not a date: the service clock may be shifted (SERVICE_NOW), the browser's is not.
             maxAge: Duration.days(SESSION_LIFETIME_DAYS)
           }).pipe(Effect.orDie)

@@ -2,12 +2,18 @@ import { HttpApi, OpenApi } from "@effect/platform"
 import {
   ConflictWire,
   ForbiddenWire,
+  HeadersTooLargeWire,
+  InternalErrorWire,
   NotFoundWire,
+  PayloadTooLargeWire,
   ServiceUnavailableWire,
   UnauthorizedWire,
   ValidationErrorWire
 } from "../domain/Errors.js"
 import { AccountApi, SessionApi } from "./AccountApi.js"
+import { AiApi } from "./AiApi.js"
+import { ChangesApi } from "./ChangesApi.js"
+import { CalendarFeedApi, CalendarKeyApi } from "./CalendarApi.js"
 import { LifecycleApi } from "./LifecycleApi.js"
 import { ProjectsApi } from "./ProjectsApi.js"
 import { QuotasApi } from "./QuotasApi.js"
@@ -37,12 +43,19 @@ export class Api extends HttpApi.make("steady")
   .add(TriageApi)
   .add(PublicApi)
   .add(ProjectsApi)
+  .add(AiApi)
+  .add(ChangesApi)
+  .add(CalendarKeyApi)
+  .add(CalendarFeedApi)
   .addError(ValidationErrorWire)
   .addError(UnauthorizedWire)
   .addError(ForbiddenWire)
   .addError(NotFoundWire)
   .addError(ConflictWire)
   .addError(ServiceUnavailableWire)
+  .addError(PayloadTooLargeWire)
+  .addError(HeadersTooLargeWire)
+  .addError(InternalErrorWire)
   .annotateContext(
     OpenApi.annotations({
       title: "Steady task service",

@@ -9,6 +9,11 @@ import {
 } from "@effect/platform"
 import { Cause, Effect, Option, ParseResult } from "effect"
 import { type AppError, envelopeOf, isAppError, statusOf } from "../domain/Errors.js"
+import { databaseUnavailable } from "../services/DatabaseFailures.js"
+import { allowedMethods, refusedOnLiteralPath } from "./Allowed.js"
+import { guardBody, MAX_JSON_DEPTH } from "./BodyGuard.js"
+import { makeIdempotentWrites } from "./IdempotencyKeys.js"
+import { withRequestId } from "./RequestId.js"
 
 export const MAX_BODY_BYTES = 1024 * 1024
 
@@ -42,6 +47,28 @@ const parseErrorDetails = (error: ParseResult.ParseError): Record<string, string
   return details
 }
 
+/** Seconds a client is asked to wait before retrying when the database is unavailable. */
+export const RETRY_AFTER_SECONDS = 5
+
+const databaseUnavailableResponse = () =>
+  envelope(503, "SERVICE_UNAVAILABLE", "The database is unavailable; try again shortly").pipe(
+    HttpServerResponse.setHeader("retry-after", String(RETRY_AFTER_SECONDS))
+  )
+
+const tooLarge = () => envelope(413, "PAYLOAD_TOO_LARGE", `The request body is larger than ${MAX_BODY_BYTES} bytes`)
+
+/** A path the API serves with other methods is a 405 naming them (RFC 9110 §15.5.6). */
+const notFoundOrNotAllowed = (request: HttpServerRequest.HttpServerRequest) => {
+  const allowed = allowedMethods(request.url)
+  if (allowed.length === 0) return envelope(404, "NOT_FOUND", "No such endpoint")
+  return notAllowed(request, allowed)
+}
+
+const notAllowed = (request: HttpServerRequest.HttpServerRequest, allowed: ReadonlyArray<string>) =>
+  envelope(405, "METHOD_NOT_ALLOWED", `${request.method} is not served here; use ${allowed.join(", ")}`).pipe(
+    HttpServerResponse.setHeader("allow", allowed.join(", "))
+  )
+
 const isMaxBytes = (error: HttpServerError.RequestError) =>
   String((error.cause as Error | undefined)?.message ?? "").includes("maxBytes exceeded")
 
@@ -61,13 +88,16 @@ export const errorResponse = (cause: Cause.Cause<unknown>) =>
       return envelope(400, "VALIDATION_ERROR", "Invalid request", parseErrorDetails(error))
     }
     if (HttpServerError.isServerError(error)) {
-      if (error._tag === "RouteNotFound") return envelope(404, "NOT_FOUND", "No such endpoint")
+      if (error._tag === "RouteNotFound") return notFoundOrNotAllowed(error.request)
       if (error._tag === "RequestError") {
-        if (isMaxBytes(error)) {
-          return envelope(413, "PAYLOAD_TOO_LARGE", `The request body is larger than ${MAX_BODY_BYTES} bytes`)
-        }
+        if (isMaxBytes(error)) return tooLarge()
         return envelope(400, "VALIDATION_ERROR", "The request body is not valid JSON", { body: "malformed JSON" })
       }
+    }
+    const unavailable = databaseUnavailable(cause)
+    if (Option.isSome(unavailable)) {
+      if (!unavailable.value.logged) yield* Effect.logWarning(`Answered 503: ${unavailable.value.reason}`)
+      return databaseUnavailableResponse()
     }
     yield* Effect.logError("Unexpected failure while handling a request", cause)
     return envelope(500, "INTERNAL_ERROR", "Internal server error")
@@ -82,14 +112,21 @@ export const withErrorEnvelope = <E, R>(app: HttpApp.Default<E, R>) =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const length = Number(request.headers["content-length"] ?? "0")
-    if (Number.isFinite(length) && length > MAX_BODY_BYTES) {
-      return envelope(413, "PAYLOAD_TOO_LARGE", `The request body is larger than ${MAX_BODY_BYTES} bytes`)
-    }
-    return yield* app.pipe(
+    if (Number.isFinite(length) && length > MAX_BODY_BYTES) return tooLarge()
+    const refused = refusedOnLiteralPath(request.method, request.url)
+    if (refused !== undefined) return notAllowed(request, refused)
+    return yield* guardBody(request, MAX_BODY_BYTES, MAX_JSON_DEPTH).pipe(
+      Effect.zipRight(app),
       HttpIncomingMessage.withMaxBodySize(Option.some(MAX_BODY_BYTES)),
       Effect.catchAllCause(errorResponse)
     )
   })
 
-/** The envelope as an HttpApi-level middleware, for the server this package runs itself. */
-export const ErrorEnvelopeLive = HttpApiBuilder.middleware(withErrorEnvelope)
+/**
+ * The envelope as an HttpApi-level middleware, for the server this package runs itself,
+ * inside the request id so the 500 log line names the request. Keyed writes (Idempotency-Key)
+ * are handled inside it, after the body limits are in place.
+ */
+export const ErrorEnvelopeLive = HttpApiBuilder.middleware(
+  Effect.map(makeIdempotentWrites, (idempotent) => (app) => withRequestId(withErrorEnvelope(idempotent(app))))
+)

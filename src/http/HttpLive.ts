@@ -1,12 +1,19 @@
 import { HttpApiBuilder, HttpMiddleware, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { createServer } from "node:http"
 import { AppConfig } from "../services/AppConfig.js"
+import { RequestMetrics } from "../services/RequestMetrics.js"
+import { answerClientErrorsWithEnvelope } from "./ClientErrors.js"
+import { trackForGracefulStop } from "./GracefulStop.js"
 import { AccountHttpLive, SessionHttpLive } from "./AccountHttp.js"
+import { AiHttpLive } from "./AiHttp.js"
+import { ChangesHttpLive } from "./ChangesHttp.js"
+import { CalendarFeedHttpLive, CalendarKeyHttpLive } from "./CalendarHttp.js"
 import { Api } from "./Api.js"
 import { ErrorEnvelopeLive } from "./ErrorResponses.js"
 import { LifecycleHttpLive } from "./LifecycleHttp.js"
+import { measureRequests, requestSpanName } from "./Observability.js"
 import { ProjectsHttpLive } from "./ProjectsHttp.js"
 import { QuotasHttpLive } from "./QuotasHttp.js"
 import { RemindersHttpLive } from "./RemindersHttp.js"
@@ -38,7 +45,11 @@ export const GroupsLive = Layer.mergeAll(
   BulkHttpLive,
   TriageHttpLive,
   PublicHttpLive,
-  ProjectsHttpLive
+  ProjectsHttpLive,
+  AiHttpLive,
+  ChangesHttpLive,
+  CalendarKeyHttpLive,
+  CalendarFeedHttpLive
 ).pipe(Layer.provide(AuthenticationLive))
 
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
@@ -46,13 +57,18 @@ export const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provideMerge(ErrorEnvelopeLive)
 )
 
-/** CONTRACT §6: headers within 10 s, the whole request within 30 s. */
+/**
+ * CONTRACT §6: headers within 10 s, the whole request within 30 s. Node enforces both only
+ * when it sweeps its connections (every 30 s by default), which let a slow-header client hold
+ * a socket for up to 40 s: sweep every second.
+ */
 export const makeNodeServer = () => {
-  const server = createServer()
+  const server = createServer({ connectionsCheckingInterval: 1_000 })
   server.headersTimeout = 10_000
   server.requestTimeout = 30_000
   server.keepAliveTimeout = 5_000
-  return server
+  answerClientErrorsWithEnvelope(server)
+  return trackForGracefulStop(server)
 }
 
 /** Listens on `HOST:PORT` from the configuration. */
@@ -60,9 +76,19 @@ export const NodeServerLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) => NodeHttpServer.layer(makeNodeServer, { port: config.port, host: config.host }))
 )
 
-/** Serves the API; spans only when a tracer is configured, so none per request by default. */
-export const HttpServerLive = HttpApiBuilder.serve().pipe(
-  HttpMiddleware.withTracerDisabledWhen(() => true),
-  Layer.provide(ApiLive),
-  HttpServer.withLogAddress
+/**
+ * Serves the API, counting requests per route for `/metrics`. A span per request only when
+ * an OTLP endpoint is configured: the tracing middleware costs even with tracing off.
+ */
+export const HttpServerLive = Layer.unwrapEffect(
+  Effect.gen(function*() {
+    const tracing = Option.isSome((yield* AppConfig).otlp)
+    const metrics = yield* RequestMetrics
+    return HttpApiBuilder.serve(measureRequests(metrics)).pipe(
+      HttpMiddleware.withTracerDisabledWhen(() => !tracing),
+      HttpMiddleware.withSpanNameGenerator(requestSpanName),
+      Layer.provide(ApiLive),
+      HttpServer.withLogAddress
+    )
+  })
 )

@@ -2,10 +2,11 @@ import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { TaskId } from "../domain/Ids.js"
 import { Task, Timestamp } from "../domain/Task.js"
+import { StoredString } from "../domain/Text.js"
 import { Data } from "./Envelope.js"
 
 export const NotificationActionPayload = Schema.Struct({
-  token: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
+  token: StoredString.pipe(Schema.minLength(1), Schema.maxLength(200)),
   action: Schema.Literal("done", "snooze", "snooze30", "snooze2h", "delete").annotations({
     message: () => ({ message: "must be done, snooze, snooze30, snooze2h or delete", override: true })
   }),

@@ -2,11 +2,17 @@ import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { Task } from "../domain/Task.js"
 import { QuotaPromptSchema, TimeSlot } from "../domain/TimeSlot.js"
+import { StoredString } from "../domain/Text.js"
 import { Data } from "./Envelope.js"
 import { Authentication } from "./Security.js"
 
 export const PromptKeys = Schema.Struct({
-  keys: Schema.Array(Schema.String).pipe(Schema.minItems(1), Schema.maxItems(500))
+  // The key format is documented; a key that parses but names no prompt of today is still a 400.
+  keys: Schema.Array(
+    StoredString.pipe(Schema.minLength(1), Schema.maxLength(100)).annotations({
+      jsonSchema: { maxLength: 100, pattern: "^q:[0-9]{1,10}:[0-9]{1,4}:[0-9]{4}-[0-9]{2}-[0-9]{2}$" }
+    })
+  ).pipe(Schema.minItems(1), Schema.maxItems(500))
 })
 
 const PromptResult = Schema.Struct({ considered: Schema.Int, did: Schema.Int, tasks: Schema.Array(Task) })

@@ -1,20 +1,27 @@
 import { HttpApiMiddleware, HttpServerRequest } from "@effect/platform"
-import { Effect, Layer } from "effect"
-import { UnauthorizedWire } from "../domain/Errors.js"
+import { Effect, FiberRef, Layer, Option, Schema } from "effect"
+import { ForbiddenWire, UnauthorizedWire } from "../domain/Errors.js"
 import { Authenticator } from "../services/Authenticator.js"
-import { CurrentUser } from "../services/CurrentUser.js"
+import { CurrentUser, type CurrentUserShape } from "../services/CurrentUser.js"
 
 /**
  * Resolves the caller (Bearer, then trusted proxy header, then session cookie) and
- * provides `CurrentUser` to the handlers behind it.
+ * provides `CurrentUser` to the handlers behind it. 403: a cookie-authenticated write that
+ * does not come from our own origin as JSON (see `Authenticator`).
  */
 export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("steady/Authentication", {
   provides: CurrentUser,
-  failure: UnauthorizedWire
+  failure: Schema.Union(UnauthorizedWire, ForbiddenWire)
 }) {}
+
+/** The caller, when code around the router (Idempotency-Key) already authenticated this request. */
+export const preAuthenticated = FiberRef.unsafeMake<Option.Option<CurrentUserShape>>(Option.none())
 
 export const AuthenticationLive = Layer.effect(
   Authentication,
   Effect.map(Authenticator, (authenticator) =>
-    Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => authenticator.authenticate(request)))
+    Effect.flatMap(FiberRef.get(preAuthenticated), (known) =>
+      Option.isSome(known)
+        ? Effect.succeed(known.value)
+        : Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => authenticator.authenticate(request))))
 )

@@ -1,10 +1,44 @@
-import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 
 export const HealthOk = Schema.Struct({ status: Schema.Literal("ok") })
 export const HealthDown = Schema.Struct({ status: Schema.Literal("error"), message: Schema.String }).annotations({
   identifier: "HealthDown"
 })
+
+const FiberState = Schema.Literal("running", "disabled", "stopped", "not_started")
+
+const readiness = {
+  database: Schema.Struct({ status: Schema.Literal("ok", "error"), message: Schema.optional(Schema.String) }),
+  migrations: Schema.Struct({
+    applied: Schema.Int,
+    latest: Schema.NullOr(Schema.String),
+    pending: Schema.Array(Schema.String)
+  }),
+  fibers: Schema.Record({ key: Schema.String, value: FiberState })
+}
+export const Ready = Schema.Struct({ status: Schema.Literal("ready"), ...readiness }).annotations({ identifier: "Ready" })
+export const NotReady = Schema.Struct({ status: Schema.Literal("not_ready"), ...readiness }).annotations({
+  identifier: "NotReady"
+})
+
+/** Prometheus text exposition; the handler sends the text itself. */
+export const PrometheusText = Schema.String.annotations({ description: "Prometheus text format 0.0.4" }).pipe(
+  HttpApiSchema.withEncoding({ kind: "Text", contentType: "text/plain" })
+)
+
+/**
+ * This document, in YAML: described as the object it is (a parser hands clients an object,
+ * not a string). The handler sends the text itself; the schema is the contract only.
+ */
+export const OpenApiDocument = Schema.Unknown.annotations({
+  jsonSchema: {
+    type: "object",
+    description: "An OpenAPI 3.1 document",
+    required: ["openapi", "info", "paths"],
+    properties: { openapi: { type: "string" }, info: { type: "object" }, paths: { type: "object" } }
+  }
+}).pipe(HttpApiSchema.withEncoding({ kind: "Json", contentType: "text/yaml" }))
 
 /** Public endpoints: no authentication, no `{data}` envelope (spec §1, §4.1). */
 export class SystemApi extends HttpApiGroup.make("system")
@@ -14,7 +48,17 @@ export class SystemApi extends HttpApiGroup.make("system")
       .addError(HealthDown, { status: 503 })
   )
   .add(
-    HttpApiEndpoint.get("openapi", "/api/openapi")
-      .addSuccess(HttpApiSchema.Text({ contentType: "text/yaml" }))
+    HttpApiEndpoint.get("ready", "/api/health/ready")
+      .addSuccess(Ready)
+      .addError(NotReady, { status: 503 })
+      .annotate(OpenApi.Description, "Ready to serve: the database answers, every migration is applied, the background fibers run.")
+  )
+  .add(
+    HttpApiEndpoint.get("openapi", "/api/openapi").addSuccess(OpenApiDocument)
+  )
+  .add(
+    HttpApiEndpoint.get("metrics", "/metrics")
+      .addSuccess(PrometheusText)
+      .annotate(OpenApi.Description, "Prometheus metrics. With SERVICE_METRICS_TOKEN set, send it as a Bearer token (else 401).")
   )
 {}

@@ -1,39 +1,26 @@
-import { HttpApiBuilder, HttpServerResponse, OpenApi } from "@effect/platform"
+import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import * as SqlClient from "@effect/sql/SqlClient"
-import { Effect } from "effect"
+import { Effect, Option, Redacted } from "effect"
+import * as Crypto from "node:crypto"
 import * as Yaml from "yaml"
+import { Unauthorized } from "../domain/Errors.js"
 import { AppConfig } from "../services/AppConfig.js"
+import { giveUpAfter } from "../services/DatabaseFailures.js"
+import { renderMetrics } from "../services/MetricsReport.js"
+import { checkReadiness } from "../services/Readiness.js"
 import { Api } from "./Api.js"
 import { sendBare, whole } from "./Envelope.js"
+import { openApiDocument } from "./OpenApiDocument.js"
 
-type JsonObject = { [k: string]: unknown }
-
-/**
- * HttpApi documents its built-in decode error on every endpoint; we answer those with our
- * own 400 envelope, so the document says that instead.
- */
-const dropBuiltInDecodeError = (node: unknown): unknown => {
-  if (Array.isArray(node)) {
-    return node
-      .filter((item) => !(typeof item === "object" && item !== null && (item as JsonObject).$ref === "#/components/schemas/HttpApiDecodeError"))
-      .map(dropBuiltInDecodeError)
-  }
-  if (typeof node !== "object" || node === null) return node
-  const out: JsonObject = {}
-  for (const [key, value] of Object.entries(node as JsonObject)) {
-    if (key === "HttpApiDecodeError") continue
-    const cleaned = dropBuiltInDecodeError(value)
-    // A union left with a single member is that member.
-    if ((key === "anyOf" || key === "oneOf") && Array.isArray(cleaned) && cleaned.length === 1) {
-      Object.assign(out, cleaned[0] as JsonObject)
-      continue
-    }
-    out[key] = cleaned
-  }
-  return out
+/** Open when no token is configured; else only `Authorization: Bearer <token>`, compared in constant time. */
+const metricsAllowed = (token: Option.Option<Redacted.Redacted>, authorization: string | undefined) => {
+  if (Option.isNone(token)) return true
+  const match = /^Bearer\s+(.+)$/i.exec(authorization ?? "")
+  if (match === null) return false
+  const given = Crypto.createHash("sha256").update(match[1]!.trim()).digest()
+  const wanted = Crypto.createHash("sha256").update(Redacted.value(token.value).trim()).digest()
+  return Crypto.timingSafeEqual(given, wanted)
 }
-
-export const openApiDocument = (): JsonObject => dropBuiltInDecodeError(OpenApi.fromApi(Api)) as JsonObject
 
 export const SystemHttpLive = HttpApiBuilder.group(Api, "system", (handlers) =>
   Effect.gen(function*() {
@@ -44,13 +31,18 @@ export const SystemHttpLive = HttpApiBuilder.group(Api, "system", (handlers) =>
     return handlers
       .handle("health", () =>
         sql`SELECT 1`.pipe(
-          // Requests run uninterruptibly; the health probe alone may be cut off by its timeout.
-          Effect.interruptible,
-          Effect.timeoutFail({ duration: config.healthTimeout, onTimeout: () => new Error("timed out") }),
+          giveUpAfter(config.healthTimeout),
           Effect.as(sendBare({ status: "ok" })),
           Effect.catchAllCause(() =>
             Effect.succeed(sendBare({ status: "error", message: "The database is unavailable" }, 503))
           )
         ), whole)
+      .handle("ready", () =>
+        Effect.map(checkReadiness(config.healthTimeout), (report) => sendBare(report, report.status === "ready" ? 200 : 503)), whole)
       .handle("openapi", () => Effect.succeed(HttpServerResponse.text(yaml, { contentType: "text/yaml" })), whole)
+      .handle("metrics", ({ request }) =>
+        metricsAllowed(config.metricsToken, request.headers.authorization)
+          ? Effect.map(renderMetrics({ timeout: config.healthTimeout, embedded: Option.isNone(config.databaseUrl) }), (text) =>
+            HttpServerResponse.text(text, { contentType: "text/plain; version=0.0.4; charset=utf-8" }))
+          : Effect.fail(new Unauthorized({ message: "A valid metrics token is required" })), whole)
   }))

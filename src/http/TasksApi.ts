@@ -8,7 +8,8 @@ import {
   TaskListQuery,
   TaskPatch,
   TaskWithChanges,
-  TaskWithMessage
+  TaskWithMessage,
+  TrashQuery
 } from "../domain/Task.js"
 import { Data } from "./Envelope.js"
 import { Authentication } from "./Security.js"
@@ -17,7 +18,7 @@ export class TasksApi extends HttpApiGroup.make("tasks")
   .add(HttpApiEndpoint.get("list", "/api/tasks").setUrlParams(TaskListQuery).addSuccess(Data(TaskList)))
   .add(HttpApiEndpoint.post("create", "/api/tasks").setPayload(TaskCreate).addSuccess(Data(Task), { status: 201 }))
   .add(HttpApiEndpoint.get("counts", "/api/tasks/counts").addSuccess(Data(TaskCounts)))
-  .add(HttpApiEndpoint.get("trash", "/api/trash").addSuccess(Data(TaskList)))
+  .add(HttpApiEndpoint.get("trash", "/api/trash").setUrlParams(TrashQuery).addSuccess(Data(TaskList)))
   .add(HttpApiEndpoint.get("get", "/api/tasks/:id").setPath(TaskIdParam).addSuccess(Data(Task)))
   .add(
     HttpApiEndpoint.patch("update", "/api/tasks/:id").setPath(TaskIdParam).setPayload(TaskPatch).addSuccess(

@@ -1,5 +1,6 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
+import { pageOf } from "../domain/QueryParams.js"
 import { CurrentUser } from "../services/CurrentUser.js"
 import { now } from "../services/ServiceClock.js"
 import { TaskQueries } from "../services/TaskQueries.js"
@@ -22,7 +23,10 @@ export const TasksHttpLive = HttpApiBuilder.group(Api, "tasks", (handlers) =>
         Effect.flatMap(CurrentUser, (user) => Effect.flatMap(now, (at) => queries.counts(user, at))).pipe(
           Effect.map((counts) => sendData(counts))
         ), whole)
-      .handle("trash", () => Effect.flatMap(CurrentUser, queries.trashJson).pipe(Effect.map((body) => sendJsonText(body))), whole)
+      .handle("trash", ({ urlParams }) =>
+        Effect.flatMap(CurrentUser, (user) => queries.trashJson(user, pageOf(urlParams))).pipe(
+          Effect.map((body) => sendJsonText(body))
+        ), whole)
       .handle("get", ({ path }) =>
         Effect.flatMap(CurrentUser, (user) => queries.getJson(user, path.id)).pipe(Effect.map((body) => sendJsonText(body))), whole)
       .handle("update", ({ path, payload }) =>

@@ -2,14 +2,15 @@ import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { SlotIds } from "../domain/Ids.js"
 import { TimeSlot } from "../domain/TimeSlot.js"
+import { nonBlank, StoredString } from "../domain/Text.js"
 import { Data } from "./Envelope.js"
 import { Authentication } from "./Security.js"
 
 const Clock = Schema.String.pipe(
   Schema.pattern(/^([01]\d|2[0-3]):[0-5]\d$/, { message: () => "must be a time HH:MM (00:00-23:59)" })
 )
-const Label = Schema.String.pipe(
-  Schema.filter((s) => s.trim().length > 0 || "must not be empty"),
+const Label = StoredString.pipe(
+  nonBlank(),
   Schema.maxLength(100, { message: () => "must be at most 100 characters" })
 )
 

@@ -3,6 +3,7 @@ import { Schema } from "effect"
 import { Completion } from "../domain/History.js"
 import { Project } from "../domain/Project.js"
 import { DateTimeInput, Task, Timestamp } from "../domain/Task.js"
+import { StoredString } from "../domain/Text.js"
 import { Data } from "./Envelope.js"
 import { Authentication } from "./Security.js"
 
@@ -26,11 +27,11 @@ const ReviewTask = Schema.Struct({
 })
 
 export const ReviewExecutePayload = Schema.Struct({
-  session_id: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(100)),
+  session_id: StoredString.pipe(Schema.minLength(1), Schema.maxLength(100)),
   actions: Schema.Array(
     Schema.Struct({
       type: Schema.Literal("done", "snooze", "skip"),
-      targets: Schema.Array(Schema.String.pipe(Schema.maxLength(20))).pipe(Schema.minItems(1), Schema.maxItems(500)),
+      targets: Schema.Array(StoredString.pipe(Schema.minLength(1), Schema.maxLength(20))).pipe(Schema.minItems(1), Schema.maxItems(500)),
       until: Schema.optional(DateTimeInput)
     })
   ).pipe(Schema.minItems(1), Schema.maxItems(50))
@@ -44,6 +45,15 @@ export const ExportQuery = Schema.Struct({
     q.format === "csv" && q.type === undefined ? { path: ["type"], message: "type (tasks or projects) is required for csv" } : undefined
   )
 )
+
+/** HttpApi documents one content type per status; export's 200 is also CSV text. */
+const withCsvSuccess = (operation: Record<string, any>) => {
+  const ok = operation.responses?.["200"]
+  if (ok !== undefined) {
+    ok.content = { ...ok.content, "text/csv": { schema: { type: "string", description: "RFC 4180 CSV with a header row" } } }
+  }
+  return operation
+}
 
 /** Rule-based triage, review sessions and export (spec §4.4, §4.5; CONTRACT §8). */
 export class TriageApi extends HttpApiGroup.make("triage")
@@ -87,6 +97,7 @@ export class TriageApi extends HttpApiGroup.make("triage")
         }))
       )
       .annotate(OpenApi.Description, "JSON by default; format=csv with type=tasks or projects answers text/csv")
+      .annotate(OpenApi.Transform, withCsvSuccess)
   )
   .middleware(Authentication)
 {}

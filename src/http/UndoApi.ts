@@ -14,7 +14,7 @@ const LimitParam = Schema.String.pipe(
   Schema.pattern(/^\d{1,4}$/, { message: () => "must be an integer from 1 to 1000" }),
   Schema.compose(Schema.NumberFromString),
   Schema.compose(Schema.Int.pipe(Schema.between(1, 1000, { message: () => "must be an integer from 1 to 1000" })))
-)
+).annotations({ jsonSchema: { type: "integer", minimum: 1, maximum: 1000, description: "default 50" } })
 
 /** Undo and redo (spec §4.6) and the log behind them (CONTRACT §8). */
 export class UndoApi extends HttpApiGroup.make("undo")

@@ -1,5 +1,7 @@
 import { Effect, Layer, Schedule } from "effect"
+import { forkWatched } from "../services/Liveness.js"
 import { Quotas } from "../services/Quotas.js"
+import { logFailure } from "../services/DatabaseFailures.js"
 
 /** Spec §8: quota period ends are checked every 5 minutes (and once at start-up). */
 export const quotaRolloverSchedule = Schedule.spaced("5 minutes")
@@ -9,9 +11,9 @@ export const QuotaRolloverLive = Layer.scopedDiscard(
     const quotas = yield* Quotas
     const sweep = quotas.sweep().pipe(
       Effect.tap((closed) => closed > 0 ? Effect.logInfo(`Closed ${closed} quota period(s)`) : Effect.void),
-      Effect.catchAllCause((cause) => Effect.logError("Quota rollover failed", cause)),
+      Effect.catchAllCause((cause) => logFailure("Quota rollover failed", cause)),
       Effect.withSpan("Scheduler.quotaRollover")
     )
-    yield* Effect.forkScoped(Effect.repeat(sweep, quotaRolloverSchedule))
+    yield* forkWatched("quota_rollover")(Effect.repeat(sweep, quotaRolloverSchedule))
   })
 )

@@ -1,11 +1,13 @@
 import * as SqlClient from "@effect/sql/SqlClient"
-import { Effect, Layer, Schedule } from "effect"
+import { Effect, Either, Layer, Schedule } from "effect"
 import type { UserId } from "../domain/Ids.js"
 import { nextOccurrence } from "../domain/Occurrences.js"
+import { forkWatched } from "../services/Liveness.js"
 import { Mutations } from "../services/Mutations.js"
 import { now as clockNow } from "../services/ServiceClock.js"
 import { TasksTable } from "../services/Tables.js"
 import { isNotQuota, isOpen } from "../services/WireSql.js"
+import { logFailure } from "../services/DatabaseFailures.js"
 
 /** Missed reminders are checked every minute, so a reminder is never a minute stale. */
 export const reminderSweepSchedule = Schedule.spaced("1 minute")
@@ -38,11 +40,17 @@ export const rollForwardMissedReminders = Effect.gen(function*() {
     ORDER BY t.id LIMIT 1000`
   let moved = 0
   for (const reminder of missed) {
-    const next = nextOccurrence(
+    const found = nextOccurrence(
       { rule: reminder.rrule, zone: reminder.timezone, anchorTime: reminder.anchor_time },
       new Date(reminder.series_start_at ?? reminder.due_at),
       now
     )
+    if (Either.isLeft(found)) {
+      // A rule stored before today's validation: skip this row, keep rolling the others.
+      yield* Effect.logWarning(`Reminder ${reminder.id} not rolled forward: rrule ${found.left}`)
+      continue
+    }
+    const next = found.right
     if (next === undefined) continue
     const user = { id: reminder.user_id as UserId, username: reminder.username, timezone: reminder.timezone }
     yield* mutations.run({ user, action: "reminder_roll", undoable: false }, (tx) =>
@@ -63,9 +71,9 @@ export const rollForwardMissedReminders = Effect.gen(function*() {
 }).pipe(Effect.orDie, Effect.withSpan("Scheduler.rollForwardMissedReminders"))
 
 export const ReminderRollForwardLive = Layer.scopedDiscard(
-  Effect.forkScoped(
+  forkWatched("reminder_roll_forward")(
     rollForwardMissedReminders.pipe(
-      Effect.catchAllCause((cause) => Effect.logError("Reminder roll-forward failed", cause)),
+      Effect.catchAllCause((cause) => logFailure("Reminder roll-forward failed", cause)),
       Effect.repeat(reminderSweepSchedule)
     )
   )

@@ -1,9 +1,11 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Duration, Effect, FiberSet, Layer, Ref, Schedule } from "effect"
 import { AppConfig } from "../services/AppConfig.js"
+import { forkWatched, markDisabled } from "../services/Liveness.js"
 import { now as clockNow } from "../services/ServiceClock.js"
 import { type AttemptResult, postOnce, serviceSignature, standardSignature } from "../services/WebhookSender.js"
 import { WebhookWakeup } from "../services/WebhookWakeup.js"
+import { logFailure } from "../services/DatabaseFailures.js"
 
 /** Spec §6: up to 3 attempts, waiting 1 s and then 5 s between them. */
 export const WEBHOOK_RETRY_DELAYS = [Duration.seconds(1), Duration.seconds(5)] as const
@@ -19,6 +21,11 @@ export const WEBHOOK_LEASE = Duration.seconds(60)
 /** The dispatcher also polls, for deliveries written by other instances and for retries after a crash. */
 export const WEBHOOK_POLL = Duration.seconds(1)
 const MAX_IN_FLIGHT = 16
+/**
+ * Slots one user's deliveries may hold at once (counted from live leases, so across
+ * instances too): a user whose receivers hang cannot starve everyone else's.
+ */
+export const MAX_IN_FLIGHT_PER_USER = 4
 
 interface Claimed {
   readonly id: string
@@ -41,13 +48,42 @@ export const makeDispatcher = Effect.gen(function*() {
     Effect.gen(function*() {
       const now = yield* clockNow
       const leaseUntil = new Date(now.getTime() + Duration.toMillis(WEBHOOK_LEASE)).toISOString()
+      const at = now.toISOString()
+      // Users with anything waiting, one index probe each (a loose index scan); for each,
+      // its oldest due rows up to what its live leases leave of its share; then the oldest
+      // of those overall. The rows are locked (and re-checked) last, since SKIP LOCKED
+      // cannot sit under a LIMIT per user.
       return yield* sql<Claimed>`
+        WITH RECURSIVE waiting AS (
+          (SELECT user_id FROM webhook_deliveries WHERE status = 'pending' ORDER BY user_id LIMIT 1)
+          UNION ALL
+          SELECT (SELECT d.user_id FROM webhook_deliveries d WHERE d.status = 'pending' AND d.user_id > w.user_id
+                  ORDER BY d.user_id LIMIT 1)
+          FROM waiting w WHERE w.user_id IS NOT NULL
+        ),
+        candidates AS (
+          SELECT c.id FROM waiting w
+          CROSS JOIN LATERAL (
+            SELECT count(*)::int AS n FROM webhook_deliveries l
+            WHERE l.user_id = w.user_id AND l.status = 'pending' AND l.lease_until IS NOT NULL
+              AND l.lease_until > ${at}::timestamptz
+          ) busy
+          CROSS JOIN LATERAL (
+            SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
+            WHERE d.user_id = w.user_id AND d.status = 'pending' AND d.next_attempt_at <= ${at}::timestamptz
+              AND (d.lease_until IS NULL OR d.lease_until <= ${at}::timestamptz)
+            ORDER BY d.next_attempt_at, d.id
+            LIMIT GREATEST(0, ${MAX_IN_FLIGHT_PER_USER} - busy.n)
+          ) c
+          WHERE w.user_id IS NOT NULL
+          ORDER BY c.next_attempt_at, c.id
+          LIMIT ${limit}
+        )
         UPDATE webhook_deliveries d SET lease_until = ${leaseUntil}::timestamptz
         FROM (
           SELECT id FROM webhook_deliveries
-          WHERE status = 'pending' AND next_attempt_at <= ${now.toISOString()}::timestamptz
-            AND (lease_until IS NULL OR lease_until <= ${now.toISOString()}::timestamptz)
-          ORDER BY next_attempt_at, id LIMIT ${limit}
+          WHERE id IN (SELECT id FROM candidates) AND status = 'pending'
+            AND (lease_until IS NULL OR lease_until <= ${at}::timestamptz)
           FOR UPDATE SKIP LOCKED
         ) due
         WHERE d.id = due.id
@@ -85,7 +121,9 @@ export const makeDispatcher = Effect.gen(function*() {
       // An address the guard refuses will be refused again: no point retrying.
       if (result.error?.startsWith("blocked") === true) return "failed" as const
       return yield* Effect.fail(new AttemptFailed())
-    })
+    }).pipe(Effect.withSpan("WebhookDispatcher.attempt", {
+      attributes: { "webhook.id": delivery.webhook_id, "webhook.event": delivery.event, "webhook.attempt": number }
+    }))
 
   const log = (delivery: Claimed, number: number, result: AttemptResult, durationMs: number) =>
     Effect.flatMap(clockNow, (now) =>
@@ -112,7 +150,7 @@ export const makeDispatcher = Effect.gen(function*() {
       )
       yield* finish(delivery, outcome)
     }).pipe(
-      Effect.catchAllCause((cause) => Effect.logError(`Webhook delivery ${delivery.delivery_id} failed`, cause)),
+      Effect.catchAllCause((cause) => logFailure(`Webhook delivery ${delivery.delivery_id} failed`, cause)),
       Effect.withSpan("WebhookDispatcher.deliver")
     )
 
@@ -123,7 +161,7 @@ export const makeDispatcher = Effect.gen(function*() {
 export const WebhookDispatcherLive = Layer.scopedDiscard(
   Effect.gen(function*() {
     const config = yield* AppConfig
-    if (!config.webhookDispatch) return
+    if (!config.webhookDispatch) return yield* markDisabled("webhook_dispatcher")
     const wakeup = yield* WebhookWakeup
     const dispatcher = yield* makeDispatcher
     const inFlight = yield* FiberSet.make()
@@ -143,7 +181,7 @@ export const WebhookDispatcherLive = Layer.scopedDiscard(
         if (claimed.length === free) return
       }
       yield* wakeup.wait(WEBHOOK_POLL)
-    }).pipe(Effect.catchAllCause((cause) => Effect.zipRight(Effect.logError("Webhook dispatcher failed", cause), Effect.sleep(WEBHOOK_POLL))))
-    yield* Effect.forkScoped(Effect.forever(loop))
+    }).pipe(Effect.catchAllCause((cause) => Effect.zipRight(logFailure("Webhook dispatcher failed", cause), Effect.sleep(WEBHOOK_POLL))))
+    yield* forkWatched("webhook_dispatcher")(Effect.forever(loop))
   })
 )

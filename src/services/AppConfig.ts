@@ -1,6 +1,7 @@
 import { Config, ConfigError, Context, Duration, Either, Effect, Layer, Option, Redacted } from "effect"
 import * as Net from "node:net"
 import { isValidTimeZone } from "../domain/TimeZone.js"
+import { otlpConfig, type OtlpSettings } from "./OtlpConfig.js"
 
 /** A parsed CIDR block, checked against a peer address with `node:net`'s BlockList. */
 export interface Cidr {
@@ -30,6 +31,65 @@ export const parseCidrList = (raw: string): Either.Either<ReadonlyArray<Cidr>, s
 
 export type AiProvider = "off" | "openai" | "anthropic"
 
+/** The AI features (CONTRACT §8 `feature` names), each with an optional model of its own. */
+export type AiFeature = "enrichment" | "quick_take" | "whats_next" | "insights"
+export const AI_FEATURES: ReadonlyArray<AiFeature> = ["enrichment", "quick_take", "whats_next", "insights"]
+
+/** Waits and limits of the AI helpers; fixed in production, shortened by tests. */
+export interface AiTuning {
+  /** Waits before the 2nd, 3rd, … enrichment attempt; once spent the task is marked failed. */
+  readonly enrichmentRetryDelays: ReadonlyArray<Duration.Duration>
+  readonly enrichmentTimeout: Duration.Duration
+  /** How often the enrichment queue is polled when nothing wakes it. */
+  readonly enrichmentPoll: Duration.Duration
+  /** While tasks are being created (one in the last second), one enrichment per this much time. */
+  readonly enrichmentBusyPace: Duration.Duration
+  /** Consecutive provider failures that open the circuit breaker, and how long it stays open. */
+  readonly breakerThreshold: number
+  readonly breakerCooldown: Duration.Duration
+  readonly quickTakeTimeout: Duration.Duration
+  readonly whatsNextTimeout: Duration.Duration
+  readonly insightsTimeout: Duration.Duration
+  readonly testTimeout: Duration.Duration
+}
+
+export const DEFAULT_AI_TUNING: AiTuning = {
+  enrichmentRetryDelays: [Duration.seconds(30), Duration.minutes(2), Duration.minutes(10)],
+  enrichmentTimeout: Duration.seconds(60),
+  enrichmentPoll: Duration.seconds(2),
+  enrichmentBusyPace: Duration.seconds(1),
+  breakerThreshold: 5,
+  breakerCooldown: Duration.minutes(5),
+  quickTakeTimeout: Duration.seconds(20),
+  whatsNextTimeout: Duration.seconds(60),
+  insightsTimeout: Duration.seconds(90),
+  testTimeout: Duration.seconds(15)
+}
+
+/**
+ * When the embedded database vacuums and analyzes a table. PGlite has no autovacuum, so
+ * without this its tables are never analyzed and their dead rows never reclaimed.
+ */
+export interface MaintenanceTuning {
+  /** false: the service never vacuums or analyzes by itself (tests that need an unanalyzed database). */
+  readonly enabled: boolean
+  /** How often the table statistics are looked at when nothing asks sooner. */
+  readonly poll: Duration.Duration
+  /** A table is due once its changed or dead rows reach `base + scale × live rows` (autovacuum's rule). */
+  readonly base: number
+  readonly scale: number
+  /** Pause between two tables, so requests waiting for the one connection run in between. */
+  readonly pause: Duration.Duration
+}
+
+export const DEFAULT_MAINTENANCE: MaintenanceTuning = {
+  enabled: true,
+  poll: Duration.seconds(10),
+  base: 50,
+  scale: 0.1,
+  pause: Duration.millis(20)
+}
+
 export interface AppConfigShape {
   readonly port: number
   readonly host: string
@@ -46,9 +106,26 @@ export interface AppConfigShape {
   readonly aiBaseUrl: Option.Option<string>
   readonly aiApiKey: Option.Option<Redacted.Redacted>
   readonly aiModel: Option.Option<string>
+  /** `SERVICE_AI_<FEATURE>_MODEL`: a feature's own model, else `aiModel`. */
+  readonly aiFeatureModels: { readonly [F in AiFeature]: Option.Option<string> }
+  /** `SERVICE_AI_LOG_PROMPTS`: keep prompt and answer text in the AI activity log. */
+  readonly aiLogPrompts: boolean
+  readonly aiTuning: AiTuning
   readonly logLevel: string
+  /** `DATABASE_POOL_SIZE`: connections to a PostgreSQL server (unused by the embedded database). */
+  readonly databasePoolSize: number
+  /** `DATABASE_STATEMENT_TIMEOUT_MS`: the longest one statement may take before the request answers 503. */
+  readonly databaseStatementTimeout: Duration.Duration
   /** How long the health check waits for the database before answering 503. */
   readonly healthTimeout: Duration.Duration
+  /** Review sessions kept in the database at once, over all users and instances (the oldest go first). */
+  readonly reviewSessionLimit: number
+  /** `OTEL_EXPORTER_OTLP_*`: where spans go; none: no tracer is installed at all. */
+  readonly otlp: Option.Option<OtlpSettings>
+  /** `SERVICE_METRICS_TOKEN`: the Bearer token `GET /metrics` asks for; none: open. */
+  readonly metricsToken: Option.Option<Redacted.Redacted>
+  /** The embedded database's own vacuum and analyze (fixed in production, shortened or turned off by tests). */
+  readonly maintenance: MaintenanceTuning
 }
 
 
@@ -91,8 +168,10 @@ const serviceNow = Config.option(Config.string("SERVICE_NOW")).pipe(
   })
 )
 
+export const DEFAULT_PROXY_TRUSTED_IPS = "127.0.0.1/8,::1/128"
+
 const trustedIps = Config.string("SERVICE_PROXY_TRUSTED_IPS").pipe(
-  Config.withDefault("127.0.0.1/8,::1/128"),
+  Config.withDefault(DEFAULT_PROXY_TRUSTED_IPS),
   Config.mapOrFail((raw) =>
     Either.mapLeft(parseCidrList(raw), (message) => fail("SERVICE_PROXY_TRUSTED_IPS", message))
   )
@@ -133,12 +212,41 @@ const bool = (name: string, fallback: boolean) =>
 const optionalString = (name: string) =>
   Config.option(Config.string(name)).pipe(Config.map(Option.filter((s) => s.trim() !== "")))
 
+const boundedInteger = (name: string, fallback: number, min: number, max: number) =>
+  Config.string(name).pipe(
+    Config.withDefault(String(fallback)),
+    Config.mapOrFail((raw) => {
+      const text = raw.trim()
+      const n = Number(text)
+      return /^\d+$/.test(text) && n >= min && n <= max
+        ? Either.right(n)
+        : Either.left(fail(name, `"${raw}" is not a whole number from ${min} to ${max}`))
+    })
+  )
+
+/** An http(s) URL when set: a typo must stop start-up, not surface as failing AI calls. */
+const aiBaseUrl = optionalString("SERVICE_AI_BASE_URL").pipe(
+  Config.mapOrFail((value) => {
+    if (Option.isNone(value)) return Either.right(value)
+    try {
+      const url = new URL(value.value.trim())
+      return url.protocol === "http:" || url.protocol === "https:"
+        ? Either.right(Option.some(value.value.trim()))
+        : Either.left(fail("SERVICE_AI_BASE_URL", "must start with http:// or https://"))
+    } catch {
+      return Either.left(fail("SERVICE_AI_BASE_URL", `"${value.value}" is not a URL`))
+    }
+  })
+)
+
 /** Every variable of CONTRACT §2, validated together so each bad one is reported. */
 export const appConfig: Config.Config<AppConfigShape> = Config.all({
   port,
   host: Config.string("HOST").pipe(Config.withDefault("127.0.0.1")),
   databaseUrl,
   dataDir: Config.string("DATA_DIR").pipe(Config.withDefault("./data")),
+  databasePoolSize: boundedInteger("DATABASE_POOL_SIZE", 10, 1, 1000),
+  databaseStatementTimeout: boundedInteger("DATABASE_STATEMENT_TIMEOUT_MS", 5000, 100, 3_600_000).pipe(Config.map(Duration.millis)),
   proxyAuthHeader: optionalString("SERVICE_PROXY_AUTH_HEADER"),
   proxyTrustedIps: trustedIps,
   defaultTimezone: timezone,
@@ -146,11 +254,25 @@ export const appConfig: Config.Config<AppConfigShape> = Config.all({
   webhookAllowPrivate: bool("SERVICE_WEBHOOK_ALLOW_PRIVATE", true),
   webhookDispatch: bool("SERVICE_WEBHOOK_DISPATCH", true),
   aiProvider: provider,
-  aiBaseUrl: optionalString("SERVICE_AI_BASE_URL"),
+  aiBaseUrl,
   aiApiKey: Config.option(Config.redacted("SERVICE_AI_API_KEY")),
   aiModel: optionalString("SERVICE_AI_MODEL"),
+  aiFeatureModels: Config.all({
+    enrichment: optionalString("SERVICE_AI_ENRICHMENT_MODEL"),
+    quick_take: optionalString("SERVICE_AI_QUICK_TAKE_MODEL"),
+    whats_next: optionalString("SERVICE_AI_WHATS_NEXT_MODEL"),
+    insights: optionalString("SERVICE_AI_INSIGHTS_MODEL")
+  }),
+  aiLogPrompts: bool("SERVICE_AI_LOG_PROMPTS", false),
+  aiTuning: Config.succeed(DEFAULT_AI_TUNING),
   logLevel: Config.string("LOG_LEVEL").pipe(Config.withDefault("info")),
-  healthTimeout: Config.succeed(Duration.seconds(2))
+  healthTimeout: Config.succeed(Duration.seconds(2)),
+  reviewSessionLimit: Config.succeed(10_000),
+  otlp: otlpConfig,
+  metricsToken: Config.option(Config.redacted("SERVICE_METRICS_TOKEN")).pipe(
+    Config.map(Option.filter((token) => Redacted.value(token).trim() !== ""))
+  ),
+  maintenance: Config.succeed(DEFAULT_MAINTENANCE)
 })
 
 export class AppConfig extends Context.Tag("steady/AppConfig")<AppConfig, AppConfigShape>() {

@@ -2,8 +2,8 @@ import type { HttpServerRequest } from "@effect/platform"
 import { Cookies } from "@effect/platform"
 import { Effect, Option } from "effect"
 import * as Net from "node:net"
-import { Unauthorized } from "../domain/Errors.js"
-import { AppConfig, type Cidr } from "./AppConfig.js"
+import { Forbidden, Unauthorized } from "../domain/Errors.js"
+import { AppConfig, type Cidr, DEFAULT_PROXY_TRUSTED_IPS } from "./AppConfig.js"
 import { Credentials, SESSION_COOKIE } from "./Credentials.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { Users } from "./Users.js"
@@ -23,6 +23,51 @@ const makeTrust = (blocks: ReadonlyArray<Cidr>) => {
 
 const MAX_USERNAME = 100
 
+const READS = new Set(["GET", "HEAD", "OPTIONS"])
+
+const PLAIN_HOST = /^(?:[a-z0-9](?:[a-z0-9.-]{0,251}[a-z0-9])?|\[[0-9a-f:.]{2,45}\])(?::\d{1,5})?$/
+
+const firstValue = (header: string | undefined) => header?.split(",")[0]?.trim().toLowerCase()
+
+const hostOf = (origin: string): string | undefined => {
+  try {
+    return new URL(origin).host.toLowerCase()
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * A browser attaches the cookie to requests other pages make, even pages of a sibling
+ * host on the same site, which SameSite=Lax lets through. So a cookie-authenticated write
+ * must come from our own origin as far as the browser says (`Sec-Fetch-Site`, `Origin`),
+ * and carry JSON: a form or a "simple" fetch cannot send `application/json` cross-origin
+ * without a CORS preflight, which we never grant. A write without a body (DELETE, POST
+ * …/done) needs no content type. Clients that send neither header (curl) are not browsers.
+ */
+const crossSiteReason = (request: HttpServerRequest.HttpServerRequest, forwardedHost: string | undefined) => {
+  if (READS.has(request.method)) return undefined
+  const site = request.headers["sec-fetch-site"]?.trim().toLowerCase()
+  if (site !== undefined && site !== "same-origin" && site !== "none") {
+    return `Cookie-authenticated writes must come from this origin (Sec-Fetch-Site: ${site})`
+  }
+  const origin = request.headers["origin"]
+  if (origin !== undefined) {
+    const host = hostOf(origin)
+    const own = request.headers["host"]?.trim().toLowerCase()
+    if (host === undefined || (host !== own && host !== forwardedHost)) {
+      return "Cookie-authenticated writes must come from this origin (Origin does not match Host)"
+    }
+  }
+  const type = request.headers["content-type"]
+  const length = request.headers["content-length"]
+  const hasBody = (length !== undefined && length.trim() !== "0") || request.headers["transfer-encoding"] !== undefined
+  if ((type !== undefined || hasBody) && type?.split(";")[0]?.trim().toLowerCase() !== "application/json") {
+    return "Cookie-authenticated writes must send Content-Type: application/json"
+  }
+  return undefined
+}
+
 /**
  * CONTRACT §4 order: a Bearer header decides alone; else the proxy header, believed only
  * from trusted addresses; else the session cookie; else 401.
@@ -34,6 +79,16 @@ export class Authenticator extends Effect.Service<Authenticator>()("steady/Authe
     const users = yield* Users
     const trusted = makeTrust(config.proxyTrustedIps)
     const proxyHeader = Option.map(config.proxyAuthHeader, (h) => h.toLowerCase())
+    const trustList = config.proxyTrustedIps.map((b) => `${b.address}/${b.prefix}`).join(",")
+    if (Option.isSome(config.proxyAuthHeader) && trustList === DEFAULT_PROXY_TRUSTED_IPS) {
+      // Loopback holds every local process, and a proxy on it that passes a client's own
+      // header through lets that client name any user.
+      yield* Effect.logWarning(
+        `SERVICE_PROXY_AUTH_HEADER=${config.proxyAuthHeader.value} with the default SERVICE_PROXY_TRUSTED_IPS ` +
+          `(${DEFAULT_PROXY_TRUSTED_IPS}): any local process can act as any user, and the proxy must overwrite ` +
+          `(never pass through) that header; set SERVICE_PROXY_TRUSTED_IPS to the proxy's own address`
+      )
+    }
 
     const bearer = (value: string) => {
       const match = /^Bearer\s+(\S+)\s*$/i.exec(value)
@@ -45,13 +100,35 @@ export class Authenticator extends Effect.Service<Authenticator>()("steady/Authe
         }))
     }
 
+    const fromTrustedProxy = (request: HttpServerRequest.HttpServerRequest) => {
+      const peer = Option.getOrUndefined(request.remoteAddress)
+      return peer !== undefined && trusted(peer)
+    }
+
+    /** HTTPS as far as we can know: we serve plain HTTP, so only a trusted proxy can say so. */
+    const viaHttps = (request: HttpServerRequest.HttpServerRequest) =>
+      fromTrustedProxy(request) && firstValue(request.headers["x-forwarded-proto"]) === "https"
+
+    /**
+     * Where clients reach us, for links we hand out (the calendar feed): a trusted proxy's
+     * X-Forwarded-Proto/Host, else our Host header; a value that is not a plain host[:port]
+     * is ignored, so a forged header cannot inject text into a link.
+     */
+    const publicOrigin = (request: HttpServerRequest.HttpServerRequest): string => {
+      const forwarded = fromTrustedProxy(request) ? firstValue(request.headers["x-forwarded-host"]) : undefined
+      const host = [forwarded, request.headers["host"]?.trim().toLowerCase()].find((h) => h !== undefined && PLAIN_HOST.test(h))
+      return `${viaHttps(request) ? "https" : "http"}://${host ?? "localhost"}`
+    }
+
     /** Resolves the token behind a Bearer header, for minting a session cookie. */
     const bearerToken = (request: HttpServerRequest.HttpServerRequest) => {
       const header = request.headers["authorization"]
       return header === undefined ? Effect.fail(unauthorized("A Bearer token is required")) : bearer(header)
     }
 
-    const authenticate = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<CurrentUserShape, Unauthorized> =>
+    const authenticate = (
+      request: HttpServerRequest.HttpServerRequest
+    ): Effect.Effect<CurrentUserShape, Unauthorized | Forbidden> =>
       Effect.gen(function*() {
         const authorization = request.headers["authorization"]
         if (authorization !== undefined) return (yield* bearer(authorization)).user
@@ -69,6 +146,9 @@ export class Authenticator extends Effect.Service<Authenticator>()("steady/Authe
 
         const cookie = Cookies.parseHeader(request.headers["cookie"] ?? "")[SESSION_COOKIE]
         if (cookie !== undefined && cookie !== "") {
+          const forwardedHost = fromTrustedProxy(request) ? firstValue(request.headers["x-forwarded-host"]) : undefined
+          const refusal = crossSiteReason(request, forwardedHost)
+          if (refusal !== undefined) return yield* Effect.fail(new Forbidden({ message: refusal }))
           const user = yield* credentials.verifySession(cookie)
           if (Option.isSome(user)) return user.value
           return yield* Effect.fail(unauthorized("Session expired or signed out"))
@@ -76,6 +156,6 @@ export class Authenticator extends Effect.Service<Authenticator>()("steady/Authe
         return yield* Effect.fail(unauthorized("Authentication required"))
       })
 
-    return { authenticate, bearerToken } as const
+    return { authenticate, bearerToken, viaHttps, publicOrigin } as const
   })
 }) {}

@@ -3,9 +3,11 @@ import { Effect, Either } from "effect"
 import { type BulkCounts, type BulkEditPayload, emptyCounts, HIGH, URGENT } from "../domain/Bulk.js"
 import { ValidationError } from "../domain/Errors.js"
 import type { JsonValue, Row } from "../domain/Json.js"
+import { canSeeProject, PROJECT_NOT_FOUND, projectRefusal } from "../domain/Project.js"
 import type { TaskPatch } from "../domain/Task.js"
 import { isQuota, patchTaskRow, QUOTA_NEEDS_PERIOD, visibleFields } from "../domain/TaskRules.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
+import { DatabaseMaintenance } from "./DatabaseMaintenance.js"
 import { Mutations, type Tx } from "./Mutations.js"
 import { Quotas } from "./Quotas.js"
 import { normalizeRow, TasksTable } from "./Tables.js"
@@ -26,6 +28,7 @@ export class BulkActions extends Effect.Service<BulkActions>()("steady/BulkActio
     const queries = yield* TaskQueries
     const lifecycle = yield* TaskLifecycle
     const quotas = yield* Quotas
+    const maintenance = yield* DatabaseMaintenance
 
     /** The visible rows among `ids`, locked, in id order. */
     const lockMany = (user: CurrentUserShape, ids: ReadonlyArray<number>) =>
@@ -52,7 +55,6 @@ export class BulkActions extends Effect.Service<BulkActions>()("steady/BulkActio
           )
         }
         if (closePeriod) for (const row of preview.filter(quota)) yield* quotas.rollover(Number(row.id))
-        const settings = yield* quotas.settingsOf(user.id)
         return yield* mutations.run({ user, action: "bulk_done" }, (tx) =>
           Effect.gen(function*() {
             const counts = { ...emptyCounts(), quota_skipped: 0 }
@@ -70,11 +72,11 @@ export class BulkActions extends Effect.Service<BulkActions>()("steady/BulkActio
                   counts.tasks_skipped++
                   continue
                 }
-                yield* quotas.closeEarly(tx, row, settings)
+                yield* quotas.closeEarly(tx, row, yield* quotas.calendarOf(row))
                 counts.tasks_affected++
                 continue
               }
-              const result = yield* attempt(lifecycle.doneStep(tx, user.timezone, row))
+              const result = yield* attempt(lifecycle.doneStep(tx, row))
               if (Either.isLeft(result)) counts.tasks_skipped++
               else counts.tasks_affected++
             }
@@ -139,22 +141,27 @@ export class BulkActions extends Effect.Service<BulkActions>()("steady/BulkActio
           const counts = emptyCounts()
           const wanted = unique([...payload.ids, ...(payload.include_task_ids ?? [])])
           const changes = payload.changes ?? {}
-          if (changes.project_id !== undefined) {
-            const usable = yield* queries.projectUsable(user, changes.project_id)
-            if (usable._tag === "None") return yield* Effect.fail(ValidationError.field("changes.project_id", "Project not found"))
+          const target = changes.project_id === undefined ? undefined : yield* queries.projectAccess(changes.project_id)
+          if (changes.project_id !== undefined && (target === undefined || !canSeeProject(target, user.id))) {
+            return yield* Effect.fail(ValidationError.field("changes.project_id", PROJECT_NOT_FOUND))
           }
           const rows = yield* lockMany(user, wanted)
           counts.tasks_skipped += wanted.length - rows.length
           const dated = new Set(payload.date_task_ids ?? [])
           const allowPast = new Set(payload.allow_past_deadline_ids ?? [])
           const cap = new Set(payload.cap_at_deadline_ids ?? [])
-          const settings = yield* quotas.settingsOf(user.id)
           for (const row of rows) {
             const id = Number(row.id)
+            const settings = yield* quotas.calendarOf(row)
             // Done and trashed tasks are skipped, as in every bulk action (README: bulk actions).
             if (row.done === true || row.deleted_at !== null) {
               counts.tasks_skipped++
               continue
+            }
+            if (changes.project_id !== undefined && changes.project_id !== row.project_id) {
+              // One task its owner could no longer see refuses the whole batch, as an unknown project does.
+              const refusal = projectRefusal(target, user.id, Number(row.user_id))
+              if (refusal !== undefined) return yield* Effect.fail(ValidationError.field("changes.project_id", refusal))
             }
             const patch: { -readonly [K in keyof TaskPatch]: TaskPatch[K] } = {}
             for (const [key, value] of Object.entries(changes)) {
@@ -220,7 +227,7 @@ export class BulkActions extends Effect.Service<BulkActions>()("steady/BulkActio
           const rows = yield* lockMany(user, wanted)
           counts.tasks_skipped += wanted.length - rows.length
           for (const row of rows) {
-            const result = yield* attempt(lifecycle.skipStep(tx, user.timezone, row))
+            const result = yield* attempt(lifecycle.skipStep(tx, row))
             if (Either.isLeft(result)) counts.tasks_skipped++
             else counts.tasks_affected++
           }
@@ -228,6 +235,19 @@ export class BulkActions extends Effect.Service<BulkActions>()("steady/BulkActio
           return counts
         }))
 
-    return { done, snooze, snoozeOverdue, edit, skip } as const
-  })
+    /** A batch can change many rows at once: the embedded database's statistics are checked right after it. */
+    const thenMaintain = <Args extends ReadonlyArray<any>, A, E, R>(f: (...args: Args) => Effect.Effect<A, E, R>) =>
+      (...args: Args) => Effect.ensuring(f(...args), maintenance.request)
+
+    return {
+      done: thenMaintain(done),
+      snooze: thenMaintain(snooze),
+      snoozeOverdue: thenMaintain(snoozeOverdue),
+      edit: thenMaintain(edit),
+      skip: thenMaintain(skip)
+    } as const
+  }),
+  // The same layer value the maintenance fiber is built with: layers are shared by
+  // reference within one build, so the request reaches that fiber.
+  dependencies: [DatabaseMaintenance.Default]
 }) {}

@@ -1,7 +1,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Option } from "effect"
 import * as Crypto from "node:crypto"
-import { NotFound } from "../domain/Errors.js"
+import { Conflict, NotFound } from "../domain/Errors.js"
 import { userFromRow } from "./CurrentUser.js"
 import { now } from "./ServiceClock.js"
 
@@ -17,6 +17,13 @@ const sameDigest = (a: string, b: string) =>
 
 export const SESSION_COOKIE = "steady_session"
 export const SESSION_LIFETIME_DAYS = 30
+/** Tokens a user may create through the API; the CLI, an administrator's tool, is not capped. */
+export const MAX_TOKENS_PER_USER = 100
+/**
+ * Live browser sessions per user. Minting one more signs out the oldest rather than
+ * refusing, so a user who lost their cookies is never locked out.
+ */
+export const MAX_SESSIONS_PER_USER = 100
 
 export interface TokenListItem {
   readonly id: number
@@ -40,7 +47,7 @@ export class Credentials extends Effect.Service<Credentials>()("steady/Credentia
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
-    const createToken = (userId: number, name: string) =>
+    const insertToken = (userId: number, name: string) =>
       Effect.gen(function*() {
         const token = generateSecret()
         const at = (yield* now).toISOString()
@@ -49,7 +56,25 @@ export class Credentials extends Effect.Service<Credentials>()("steady/Credentia
           VALUES (${userId}, ${name}, ${sha256(token)}, ${token.slice(-8)}, ${at}::timestamptz)
           RETURNING id, name, token_preview, steady_iso(created_at) AS created_at`
         return { ...row!, token }
-      }).pipe(Effect.orDie)
+      })
+
+    const createToken = (userId: number, name: string) => Effect.orDie(insertToken(userId, name))
+
+    /**
+     * The user row is locked while counting, so concurrent requests cannot both take the
+     * last place.
+     */
+    const createCappedToken = (userId: number, name: string) =>
+      Effect.gen(function*() {
+        yield* sql`SELECT id FROM users WHERE id = ${userId} FOR UPDATE`
+        const [row] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM api_tokens WHERE user_id = ${userId}`
+        if (row!.n >= MAX_TOKENS_PER_USER) {
+          return yield* Effect.fail(
+            new Conflict({ message: `At most ${MAX_TOKENS_PER_USER} tokens per user; delete one first` })
+          )
+        }
+        return yield* insertToken(userId, name)
+      }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
 
     const listTokens = (userId: number) =>
       sql<TokenListItem>`
@@ -84,8 +109,12 @@ export class Credentials extends Effect.Service<Credentials>()("steady/Credentia
         const expires = new Date(at.getTime() + SESSION_LIFETIME_DAYS * 86_400_000)
         yield* sql`INSERT INTO auth_sessions (user_id, token_id, secret_hash, created_at, expires_at)
           VALUES (${userId}, ${tokenId}, ${sha256(secret)}, ${at.toISOString()}::timestamptz, ${expires.toISOString()}::timestamptz)`
+        // Expired sessions of this user go too: nothing else removes them.
+        yield* sql`DELETE FROM auth_sessions WHERE user_id = ${userId} AND (
+            expires_at <= ${at.toISOString()}::timestamptz
+            OR id IN (SELECT id FROM auth_sessions WHERE user_id = ${userId} ORDER BY id DESC OFFSET ${MAX_SESSIONS_PER_USER}))`
         return { secret, expires }
-      }).pipe(Effect.orDie)
+      }).pipe(sql.withTransaction, Effect.orDie)
 
     const verifySession = (secret: string) =>
       Effect.gen(function*() {
@@ -104,6 +133,6 @@ export class Credentials extends Effect.Service<Credentials>()("steady/Credentia
     const deleteSession = (secret: string) =>
       sql`DELETE FROM auth_sessions WHERE secret_hash = ${sha256(secret)}`.pipe(Effect.orDie, Effect.asVoid)
 
-    return { createToken, listTokens, deleteToken, verifyToken, createSession, verifySession, deleteSession } as const
+    return { createToken, createCappedToken, listTokens, deleteToken, verifyToken, createSession, verifySession, deleteSession } as const
   })
 }) {}

@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import type { NotFound } from "../domain/Errors.js"
 import type { CompletionsQuery, StatsQuery } from "../domain/History.js"
 import { addDays, localParts, parseCalendarDate } from "../domain/LocalTime.js"
+import { pageOf } from "../domain/QueryParams.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { PreferencesService } from "./PreferencesService.js"
 import { now as clockNow } from "./ServiceClock.js"
@@ -25,6 +26,7 @@ export class History extends Effect.Service<History>()("steady/History", {
 
     /** `{data: {completions, count}}`, newest first, as JSON text from the database. */
     const completionsJson = (user: CurrentUserShape, query: CompletionsQuery) => {
+      const page = pageOf(query)
       const filters = [sql`c.user_id = ${user.id}`]
       if (query.task_id !== undefined) filters.push(sql`c.task_id = ${query.task_id}`)
       if (query.date !== undefined) {
@@ -40,6 +42,7 @@ export class History extends Effect.Service<History>()("steady/History", {
       return sql<{ body: string }>`
         WITH c AS (
           SELECT c.* FROM completions c WHERE ${sql.and(filters)}
+          ORDER BY c.completed_at DESC, c.id DESC LIMIT ${page.limit} OFFSET ${page.offset}
         )
         SELECT json_build_object('data', json_build_object(
           'completions', COALESCE(json_agg(${completionJson(sql)} ORDER BY c.completed_at DESC, c.id DESC), '[]'::json),

@@ -4,6 +4,7 @@ import { Effect, Layer } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
+import { withoutQueryBound } from "./PgGuard.js"
 
 /** Our own table, so a host application's migrations never collide with ours. */
 export const MIGRATIONS_TABLE = "steady_migrations"
@@ -31,7 +32,9 @@ export const sqlFileLoader: Migrator.Loader = Effect.try({
         return [
           Number(match[1]),
           match[2]!,
-          Effect.succeed(Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(text).unprepared))
+          // A migration over a large table may outlast the request-sized statement timeout.
+          Effect.succeed(Effect.flatMap(SqlClient.SqlClient, (sql) =>
+            Effect.zipRight(sql.unsafe("SET LOCAL statement_timeout = 0").unprepared, sql.unsafe(text).unprepared)))
         ]
       })
       .sort((a, b) => a[0] - b[0])
@@ -40,6 +43,7 @@ export const sqlFileLoader: Migrator.Loader = Effect.try({
 })
 
 export const runMigrations = Migrator.make({})({ loader: sqlFileLoader, table: MIGRATIONS_TABLE }).pipe(
+  withoutQueryBound,
   Effect.tap((applied) =>
     applied.length > 0
       ? Effect.logInfo(`Applied migrations: ${applied.map(([id, name]) => `${id}_${name}`).join(", ")}`)

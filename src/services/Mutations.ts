@@ -6,6 +6,9 @@ import { localDate } from "../domain/LocalTime.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { now as clockNow } from "./ServiceClock.js"
 import { normalizeRow, normalizeValue, sqlCast, sqlParam, type TableSpec } from "./Tables.js"
+import { dropOverflow } from "./Webhooks.js"
+import { ChangeWakeup } from "./ChangeWakeup.js"
+import { entriesOf, recordChanges } from "./ChangeLog.js"
 import { WebhookWakeup } from "./WebhookWakeup.js"
 
 /**
@@ -59,6 +62,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const wakeup = yield* WebhookWakeup
+    const changeWakeup = yield* ChangeWakeup
 
     const lockRow = (table: TableSpec, id: number) =>
       sql.unsafe<{ row: Record<string, unknown> }>(
@@ -162,12 +166,16 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
 
         const result = yield* body(tx)
         const undoId = yield* Effect.orDie(persist(options, tx, changes, events, stats, description))
-        return [result, undoId, events.length > 0] as const
+        const feed = entriesOf(changes)
+        yield* Effect.orDie(recordChanges(sql, tx.now, feed))
+        return [result, undoId, events.length > 0, feed.length > 0] as const
       }).pipe(
         sql.withTransaction,
         Effect.catchTag("SqlError", Effect.die),
         // After commit: deliveries written by this transaction go out now, not at the next poll.
         Effect.tap(([, , evented]) => (evented ? wakeup.wake : Effect.void)),
+        // The change streams of this instance read the new feed entries now; others hear NOTIFY.
+        Effect.tap(([, , , fed]) => (fed ? changeWakeup.wake : Effect.void)),
         Effect.map(([result, undoId]) => [result, undoId] as const)
       )
 
@@ -207,6 +215,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
             FROM webhooks w
             WHERE w.user_id = ${userId} AND w.active AND w.events @> jsonb_build_array(${e.event}::text)`
         }
+        if (events.length > 0) yield* dropOverflow(sql, userId, at)
         for (const [day, { completions, snoozes, tasks_created }] of stats) {
           if (completions === 0 && tasks_created === 0 && snoozes === 0) continue
           yield* sql`INSERT INTO daily_stats (user_id, date, completions, tasks_created, snoozes)

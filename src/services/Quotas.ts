@@ -5,7 +5,6 @@ import type { UserId } from "../domain/Ids.js"
 import type { JsonValue, Row } from "../domain/Json.js"
 import { localDate } from "../domain/LocalTime.js"
 import {
-  endedPeriods,
   nearestBoundary,
   nextBoundary,
   type Period,
@@ -14,9 +13,11 @@ import {
   parsePeriodRule,
   type WeekStartDay
 } from "../domain/QuotaPeriods.js"
+import { closingOf, type QuotaState } from "../domain/QuotaClosing.js"
 import { isQuota } from "../domain/TaskRules.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { Mutations, type Tx } from "./Mutations.js"
+import { type BatchResult, closeBatch, SWEEP_BATCH, SWEEP_WORKERS, type SweepCursor } from "./QuotaSweep.js"
 import { now as clockNow } from "./ServiceClock.js"
 import { CompletionsTable, QuotaPeriodsTable, TasksTable } from "./Tables.js"
 import { TaskQueries } from "./TaskQueries.js"
@@ -39,6 +40,18 @@ export const dayStateFor = (stored: JsonValue | undefined, today: string): Quota
 }
 
 const iso = (d: Date) => d.toISOString()
+const dateOrNull = (value: unknown) => (value === null || value === undefined ? null : new Date(String(value)))
+
+/** A locked task row as the closing rule reads it. */
+const quotaState = (row: Row): QuotaState => ({
+  rrule: row.rrule === null ? null : String(row.rrule),
+  periodStart: dateOrNull(row.progress_period_start),
+  periodEnd: dateOrNull(row.progress_period_end),
+  current: Number(row.progress_current),
+  target: Number(row.progress_target),
+  completionCount: Number(row.completion_count),
+  firstCompletedAt: row.first_completed_at === null || row.first_completed_at === undefined ? null : String(row.first_completed_at)
+})
 
 /**
  * Quota periods: the first period, closing ended ones (rollover), early closing, progress,
@@ -57,6 +70,12 @@ export class Quotas extends Effect.Service<Quotas>()("steady/Quotas", {
         Effect.orDie
       )
 
+    /**
+     * A task's calendar (zone and week_start) is its owner's, whoever acts on it: periods,
+     * occurrences and prompt days of a task in a shared project never follow the actor.
+     */
+    const calendarOf = (task: Row) => settingsOf(Number(task.user_id))
+
     /** The period a quota starts in, or nothing for a legacy quota without a rule. */
     const initialPeriod = (rrule: string | null, settings: PeriodSettings, now: Date): Period | undefined => {
       if (rrule === null) return undefined
@@ -65,42 +84,28 @@ export class Quotas extends Effect.Service<Quotas>()("steady/Quotas", {
     }
 
     /**
-     * Records every period of `row` that has ended by `now`: the first keeps the current
-     * count, later ones (an outage across several boundaries) count 0; a met period is
-     * also a completion. Then the task moves to the period containing now.
+     * Records every period of `row` that has ended by `now` (see `closingOf`), then moves
+     * the task to the period containing now.
      */
     const closeEnded = (tx: Tx, row: Row, settings: PeriodSettings) =>
       Effect.gen(function*() {
-        if (row.rrule === null || row.progress_period_end === null || row.progress_period_start === null) return 0
-        const rule = parsePeriodRule(String(row.rrule))
-        if (Either.isLeft(rule)) return 0
-        const current = { start: new Date(String(row.progress_period_start)), end: new Date(String(row.progress_period_end)) }
-        const { ended, next } = endedPeriods(rule.right, settings, current, tx.now)
-        if (ended.length === 0) return 0
+        const closing = closingOf(quotaState(row), settings, tx.now)
+        if (closing === undefined) return 0
         const target = Number(row.progress_target)
-        let met = 0
-        let lastMet: string | null = null
-        for (const [index, period] of ended.entries()) {
-          const count = index === 0 ? Number(row.progress_current) : 0
-          yield* recordPeriod(tx, row, period, count, target, false)
-          if (count >= target) {
-            met++
-            lastMet = iso(period.end)
-          }
-        }
+        for (const { count, period } of closing.closed) yield* recordPeriod(tx, row, period, count, target, false)
         yield* tx.update(TasksTable, Number(row.id), {
           progress_current: 0,
-          progress_period_start: iso(next.start),
-          progress_period_end: iso(next.end),
-          ...(met > 0
+          progress_period_start: iso(closing.next.start),
+          progress_period_end: iso(closing.next.end),
+          ...(closing.completion !== undefined
             ? {
-              completion_count: Number(row.completion_count) + met,
-              first_completed_at: row.first_completed_at ?? lastMet,
-              last_completed_at: lastMet
+              completion_count: closing.completion.completionCount,
+              first_completed_at: closing.completion.firstCompletedAt,
+              last_completed_at: closing.completion.lastCompletedAt
             }
             : {})
         })
-        return ended.length
+        return closing.closed.length
       })
 
     const recordPeriod = (tx: Tx, row: Row, period: Period, count: number, target: number, early: boolean) =>
@@ -155,21 +160,39 @@ export class Quotas extends Effect.Service<Quotas>()("steady/Quotas", {
       })
 
     /**
-     * One sweep: every quota whose period has ended, oldest first, read through the
-     * partial index on progress_period_end, so the cost follows the ended periods only.
+     * One sweep: every quota whose period has ended, oldest first, read through the partial
+     * index on (progress_period_end, id), so the cost follows the ended periods only.
+     * Returns the periods this sweep recorded.
+     *
+     * First in batches claimed with SKIP LOCKED (see QuotaSweep): instances sweeping at once,
+     * and the workers of one sweep, split the work. Rows passed by were being closed by another sweep or held by a user's
+     * write; a second pass waits for them one at a time (one lock per transaction, so it
+     * cannot deadlock with a write holding several), so when a sweep returns every period
+     * ended by its start is recorded, whoever recorded it.
      */
-    const sweep = (batch = 500) =>
+    const sweep = (batch = SWEEP_BATCH) =>
       Effect.gen(function*() {
         const now = yield* clockNow
-        let closed = 0
+        // Batches write one after the other on a connection; two workers keep the server's
+        // cores busy (on the embedded database they simply take turns).
+        const worker = Effect.gen(function*() {
+          let closed = 0
+          let cursor: SweepCursor | undefined = undefined
+          for (;;) {
+            const result: BatchResult = yield* closeBatch(sql, now, cursor, batch)
+            closed += result.closed
+            cursor = result.cursor
+            if (result.claimed < batch) return closed
+          }
+        })
+        const shares = yield* Effect.all(Array.from({ length: SWEEP_WORKERS }, () => worker), { concurrency: "unbounded" })
+        let closed = shares.reduce((sum, n) => sum + n, 0)
+        let cursor: SweepCursor | undefined = undefined
         for (;;) {
-          const due = yield* Effect.orDie(sql<{ id: number }>`
-            SELECT id FROM tasks
-            WHERE progress_period_end IS NOT NULL AND NOT done AND deleted_at IS NULL
-              AND progress_period_end <= ${iso(now)}::timestamptz
-            ORDER BY progress_period_end, id LIMIT ${batch}`)
-          for (const { id } of due) closed += yield* rollover(id)
-          if (due.length < batch) return closed
+          const result: BatchResult = yield* closeBatch(sql, now, cursor, 1, false)
+          closed += result.closed
+          cursor = result.cursor
+          if (result.claimed === 0) return closed
         }
       })
 
@@ -211,10 +234,10 @@ export class Quotas extends Effect.Service<Quotas>()("steady/Quotas", {
       Effect.gen(function*() {
         yield* queries.getJson(user, id)
         yield* rollover(id)
-        const settings = yield* settingsOf(user.id)
         return yield* mutations.run({ user, action: "progress" }, (tx) =>
           Effect.gen(function*() {
             const row = yield* queries.lockVisible(user, id)
+            const settings = yield* calendarOf(row)
             if (!isQuota({ progress_target: Number(row.progress_target), is_tracked: Boolean(row.is_tracked) })) {
               return yield* Effect.fail(ValidationError.field("id", "Progress is logged on quotas only"))
             }
@@ -298,6 +321,6 @@ export class Quotas extends Effect.Service<Quotas>()("steady/Quotas", {
         return row!.body
       })
 
-    return { settingsOf, initialPeriod, closeEnded, rollover, sweep, closeEarly, progress, realign, listJson } as const
+    return { settingsOf, calendarOf, initialPeriod, closeEnded, rollover, sweep, closeEarly, progress, realign, listJson } as const
   })
 }) {}

@@ -1,7 +1,8 @@
 import * as SqlClient from "@effect/sql/SqlClient"
-import { Effect, Ref } from "effect"
+import { Effect } from "effect"
 import { type BulkCounts, expandTargets } from "../domain/Bulk.js"
 import { Conflict, NotFound, ValidationError } from "../domain/Errors.js"
+import { AppConfig } from "./AppConfig.js"
 import { BulkActions } from "./BulkActions.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import * as Crypto from "node:crypto"
@@ -13,12 +14,16 @@ import { isNotQuota, isOpen } from "./WireSql.js"
 export const REVIEW_SESSION_LIFETIME_MS = 60 * 60 * 1000
 const WINDOW_MS = 24 * 60 * 60 * 1000
 
-interface Session {
-  readonly userId: number
-  readonly createdAt: number
-  /** seq → task id */
-  readonly tasks: ReadonlyMap<number, number>
+const unknownSession = () => new Conflict({ message: "Unknown or expired review session; start a new one" })
+
+interface StoredSession {
+  readonly user_id: number
+  readonly created_at: string
+  /** Task ids by seq − 1. */
+  readonly tasks: ReadonlyArray<number>
 }
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 export interface ReviewAction {
   readonly type: "done" | "snooze" | "skip"
@@ -27,15 +32,49 @@ export interface ReviewAction {
 }
 
 /**
- * Review sessions live in this process's memory: they are lost on restart, and with several
- * instances a session only exists on the instance that numbered it.
+ * Review sessions live in the database (table review_sessions), so any instance can execute
+ * a session another one numbered and a restart loses none. Each user has at most one (a new
+ * review replaces the last); starting one purges those past their hour, and the table holds
+ * at most `config.reviewSessionLimit` over all users and instances, the oldest dropped first.
  */
 export class Review extends Effect.Service<Review>()("steady/Review", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const queries = yield* TaskQueries
     const bulk = yield* BulkActions
-    const sessions = yield* Ref.make(new Map<string, Session>())
+    const { reviewSessionLimit } = yield* AppConfig
+
+    /** One row per user (the upsert replaces the last session), then the purge and the cap. */
+    const keep = (id: string, userId: number, createdAt: Date, tasks: ReadonlyArray<number>) =>
+      Effect.gen(function*() {
+        const at = createdAt.toISOString()
+        const cutoff = new Date(createdAt.getTime() - REVIEW_SESSION_LIFETIME_MS).toISOString()
+        yield* sql`
+          INSERT INTO review_sessions (id, user_id, created_at, tasks)
+          VALUES (${id}::uuid, ${userId}, ${at}::timestamptz, ${`{${tasks.join(",")}}`}::int[])
+          ON CONFLICT (user_id) DO UPDATE SET
+            id = EXCLUDED.id, created_at = EXCLUDED.created_at, tasks = EXCLUDED.tasks, seq = DEFAULT`
+        yield* sql`
+          DELETE FROM review_sessions
+          WHERE created_at < ${cutoff}::timestamptz
+             OR seq <= (SELECT seq FROM review_sessions ORDER BY seq DESC OFFSET ${reviewSessionLimit} LIMIT 1)`
+      }).pipe(Effect.orDie)
+
+    const stored = (sessionId: string) =>
+      UUID.test(sessionId)
+        ? sql<StoredSession>`
+            SELECT user_id, steady_iso(created_at) AS created_at, tasks FROM review_sessions WHERE id = ${sessionId}::uuid`.pipe(
+            Effect.map((rows) => rows[0]),
+            Effect.orDie
+          )
+        : Effect.succeed(undefined)
+
+    /** Taken once: of two executes racing on any instances, one gets the session. */
+    const take = (sessionId: string) =>
+      sql<{ id: string }>`DELETE FROM review_sessions WHERE id = ${sessionId}::uuid RETURNING id`.pipe(
+        Effect.map((rows) => rows.length > 0),
+        Effect.orDie
+      )
 
     const start = (user: CurrentUserShape) =>
       Effect.gen(function*() {
@@ -52,12 +91,7 @@ export class Review extends Effect.Service<Review>()("steady/Review", {
         const upcoming = rows.filter((r) => !r.overdue)
         const numbered = [...overdue, ...upcoming].map((r, index) => ({ ...r, seq: index + 1 }))
         const id = Crypto.randomUUID()
-        const created = now.getTime()
-        yield* Ref.update(sessions, (map) => {
-          const next = new Map([...map].filter(([, s]) => created - s.createdAt <= REVIEW_SESSION_LIFETIME_MS))
-          next.set(id, { userId: user.id, createdAt: created, tasks: new Map(numbered.map((r) => [r.seq, r.id])) })
-          return next
-        })
+        yield* keep(id, user.id, now, numbered.map((r) => r.id))
         const item = (r: (typeof numbered)[number]) => ({
           seq: r.seq,
           id: r.id,
@@ -84,32 +118,25 @@ export class Review extends Effect.Service<Review>()("steady/Review", {
     const execute = (user: CurrentUserShape, sessionId: string, actions: ReadonlyArray<ReviewAction>) =>
       Effect.gen(function*() {
         const now = (yield* clockNow).getTime()
-        const session = (yield* Ref.get(sessions)).get(sessionId)
-        if (session === undefined || session.userId !== user.id || now - session.createdAt > REVIEW_SESSION_LIFETIME_MS) {
-          return yield* Effect.fail(new Conflict({ message: "Unknown or expired review session; start a new one" }))
+        const session = yield* stored(sessionId)
+        if (session === undefined || session.user_id !== user.id || now - Date.parse(session.created_at) > REVIEW_SESSION_LIFETIME_MS) {
+          return yield* Effect.fail(unknownSession())
         }
         const plans: Array<{ action: ReviewAction; ids: Array<number> }> = []
         for (const [index, action] of actions.entries()) {
           if (action.type === "snooze" && action.until === undefined) {
             return yield* Effect.fail(ValidationError.field(`actions.${index}.until`, "snooze needs until"))
           }
-          const numbers = expandTargets(action.targets)
-          if (numbers === undefined) {
+          const expanded = expandTargets(action.targets, session.tasks.length)
+          if (expanded._tag === "Invalid") {
             return yield* Effect.fail(ValidationError.field(`actions.${index}.targets`, "targets are numbers (\"3\") or ranges (\"2-5\")"))
           }
-          const ids: Array<number> = []
-          for (const n of numbers) {
-            const id = session.tasks.get(n)
-            if (id === undefined) return yield* Effect.fail(new NotFound({ message: `Number ${n} is not in this review` }))
-            ids.push(id)
+          if (expanded._tag === "Beyond") {
+            return yield* Effect.fail(new NotFound({ message: `Number ${expanded.number} is not in this review` }))
           }
-          plans.push({ action, ids })
+          plans.push({ action, ids: expanded.numbers.map((n) => session.tasks[n - 1]!) })
         }
-        yield* Ref.update(sessions, (map) => {
-          const next = new Map(map)
-          next.delete(sessionId)
-          return next
-        })
+        if (!(yield* take(sessionId))) return yield* Effect.fail(unknownSession())
         const results = []
         let total = 0
         for (const { action, ids } of plans) {

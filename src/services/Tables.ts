@@ -62,6 +62,7 @@ const taskColumns = {
   first_completed_at: "ts",
   last_completed_at: "ts",
   enrichment_requested_at: "ts",
+  enrichment_status: "text",
   created_at: "ts",
   updated_at: "ts"
 } as const satisfies Record<string, ColumnKind>

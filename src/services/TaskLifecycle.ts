@@ -55,14 +55,13 @@ export class TaskLifecycle extends Effect.Service<TaskLifecycle>()("steady/TaskL
       Effect.gen(function*() {
         yield* queries.getJson(user, id)
         yield* quotas.rollover(id)
-        const settings = yield* quotas.settingsOf(user.id)
         return yield* mutations.run({ user, action: "done" }, (tx) =>
           Effect.gen(function*() {
             const current = yield* queries.lockVisible(user, id)
             if (current.deleted_at !== null) {
               return yield* Effect.fail(ValidationError.of("Cannot close the period of a quota in the trash; restore it first"))
             }
-            yield* quotas.closeEarly(tx, current, settings)
+            yield* quotas.closeEarly(tx, current, yield* quotas.calendarOf(current))
             const task = yield* queries.wire(id)
             tx.describe(`Closed the current period of '${String(current.title)}' early`)
             return { ...task, was_recurring: false, next_due_at: null }
@@ -77,10 +76,14 @@ export class TaskLifecycle extends Effect.Service<TaskLifecycle>()("steady/TaskL
       Effect.map(queries.lockVisible(user, id), (row) =>
         isQuota({ progress_target: Number(row.progress_target), is_tracked: Boolean(row.is_tracked) }))
 
-    /** Marks a locked task done inside a transaction: shared by single and bulk done. */
-    const doneStep = (tx: Tx, zone: string, current: Row) =>
+    /**
+     * Marks a locked task done inside a transaction: shared by single and bulk done. The next
+     * occurrence is on the owner's calendar, whoever completes it (README: whose calendar).
+     */
+    const doneStep = (tx: Tx, current: Row) =>
       Effect.gen(function*() {
         const id = Number(current.id)
+        const { zone } = yield* quotas.calendarOf(current)
         const plan = yield* planDone(stateOf(current), zone, tx.now)
         yield* tx.update(TasksTable, id, plan.writes)
         yield* recordCompletion(tx, current, plan.dueAtWas, plan.dueAtNext)
@@ -94,7 +97,7 @@ export class TaskLifecycle extends Effect.Service<TaskLifecycle>()("steady/TaskL
       mutations.run({ user, action: "done" }, (tx) =>
         Effect.gen(function*() {
           const current = yield* queries.lockVisible(user, id)
-          const result = yield* doneStep(tx, user.timezone, current)
+          const result = yield* doneStep(tx, current)
           tx.describe(`Marked ${quoted(current.title)} done`)
           return result
         }))
@@ -116,10 +119,11 @@ export class TaskLifecycle extends Effect.Service<TaskLifecycle>()("steady/TaskL
           return task
         }))
 
-    /** Skips a locked task's occurrence inside a transaction. */
-    const skipStep = (tx: Tx, zone: string, current: Row) =>
+    /** Skips a locked task's occurrence inside a transaction, on the owner's calendar. */
+    const skipStep = (tx: Tx, current: Row) =>
       Effect.gen(function*() {
         const id = Number(current.id)
+        const { zone } = yield* quotas.calendarOf(current)
         const plan = yield* planSkip(stateOf(current), zone, tx.now)
         yield* tx.update(TasksTable, id, plan.writes)
         const task = yield* queries.wire(id)
@@ -134,7 +138,7 @@ export class TaskLifecycle extends Effect.Service<TaskLifecycle>()("steady/TaskL
       mutations.run({ user, action: "skip" }, (tx) =>
         Effect.gen(function*() {
           const current = yield* queries.lockVisible(user, id)
-          const result = yield* skipStep(tx, user.timezone, current)
+          const result = yield* skipStep(tx, current)
           tx.describe(result.description)
           return result
         }))

@@ -3,13 +3,13 @@ import type { Fragment } from "@effect/sql/Statement"
 import { Effect, Option } from "effect"
 import { NotFound } from "../domain/Errors.js"
 import type { Row } from "../domain/Json.js"
+import type { ProjectAccess } from "../domain/Project.js"
 import { startOfLocalDay, startOfNextLocalDay } from "../domain/LocalTime.js"
+import { type Page, pageOf } from "../domain/QueryParams.js"
 import type { TaskListQuery } from "../domain/Task.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { normalizeRow, TasksTable } from "./Tables.js"
 import { isOpen, isOverdue, isQuota } from "./WireSql.js"
-
-export const DEFAULT_LIMIT = 200
 
 /**
  * Reads of tasks. Lists and single tasks come back as JSON text built by the database
@@ -66,20 +66,26 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
     /**
      * `{data: {tasks, count}}` as JSON text. Own tasks and shared-project tasks are read
      * by two index-ordered branches, each limited, then merged; a single OR would make
-     * PostgreSQL sort every open task of the user on each request. The rows travel as
-     * whole-row values to `steady_task_wire`: joining the page back to `tasks` by id instead
-     * lets the planner pick a hash join over the whole table for pages of a few hundred.
+     * PostgreSQL sort every open task of the user on each request. The shared branch is
+     * driven from the shared projects, one index walk per project (`LATERAL ... LIMIT`), so
+     * it reads nothing when no project is shared and never walks other users' tasks in
+     * due order looking for shared ones — the plan an unanalyzed database picked for a
+     * plain `project_id IN (...)`. The rows travel as whole-row values to
+     * `steady_task_wire`: joining the page back to `tasks` by id instead lets the planner
+     * pick a hash join over the whole table for pages of a few hundred.
      */
     const listJson = (user: CurrentUserShape, query: TaskListQuery, now: Date) => {
-      const limit = query.limit ?? DEFAULT_LIMIT
-      const offset = query.offset ?? 0
+      const { limit, offset } = pageOf(query)
       const where = sql.and(filters(query, user.id, now))
       const window = limit + offset
       const shared = query.overdue === true
         ? sql``
-        : sql`UNION ALL (SELECT t AS task, t.due_at, t.id FROM tasks t
-             WHERE t.user_id <> ${user.id} AND t.project_id IN (SELECT id FROM projects WHERE shared) AND ${where}
-             ORDER BY t.due_at, t.id LIMIT ${window})`
+        : sql`UNION ALL (SELECT s.task, s.due_at, s.id FROM projects p CROSS JOIN LATERAL (
+               SELECT t AS task, t.due_at, t.id FROM tasks t
+               WHERE t.project_id = p.id AND t.user_id <> ${user.id} AND ${where}
+               ORDER BY t.due_at, t.id LIMIT ${window}) s
+             WHERE p.shared
+             ORDER BY s.due_at, s.id LIMIT ${window})`
       return sql<{ body: string }>`
         WITH page AS (
           SELECT * FROM (
@@ -110,6 +116,17 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
         Effect.orDie
       )
 
+    /**
+     * `wire`, with a statement of the caller's run first in the same round trip (a
+     * data-modifying CTE runs to completion whether or not the query reads it).
+     */
+    const wireAfter = (id: number, first: Fragment) =>
+      sql<{ task: Record<string, unknown> }>`
+        WITH first AS (${first}) SELECT steady_task_json(t) AS task FROM tasks t WHERE t.id = ${id}`.pipe(
+        Effect.map((rows) => rows[0]!.task),
+        Effect.orDie
+      )
+
     /** Locks a task the caller can see, for a mutation; 404 otherwise. */
     const lockVisible = (user: CurrentUserShape, id: number) =>
       sql<{ row: Record<string, unknown> }>`
@@ -135,11 +152,13 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
       )
     }
 
-    const trashJson = (user: CurrentUserShape) =>
+    /** The caller's trash, most recently trashed first, one page of it. */
+    const trashJson = (user: CurrentUserShape, page: Page) =>
       sql<{ body: string }>`
         WITH trash AS (
           SELECT t AS task, t.deleted_at, t.id FROM tasks t
           WHERE t.user_id = ${user.id} AND t.deleted_at IS NOT NULL
+          ORDER BY t.deleted_at DESC, t.id DESC LIMIT ${page.limit} OFFSET ${page.offset}
         )
         SELECT json_build_object('data', json_build_object(
           'tasks', COALESCE(json_agg(steady_task_wire(trash.task) ORDER BY trash.deleted_at DESC, trash.id DESC), '[]'::json),
@@ -152,12 +171,35 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
         Effect.orDie
       )
 
+    /**
+     * Who can see a project, read with a share lock so it cannot be unshared before the
+     * transaction that files a task in it commits.
+     */
+    const projectAccess = (projectId: number) =>
+      sql<ProjectAccess>`SELECT owner_id, shared FROM projects WHERE id = ${projectId} FOR SHARE`.pipe(
+        Effect.map((rows) => rows[0]),
+        Effect.orDie
+      )
+
     const inboxOf = (userId: number) =>
       sql<{ id: number }>`SELECT id FROM projects WHERE owner_id = ${userId} AND is_inbox`.pipe(
         Effect.map((rows) => rows[0]!.id),
         Effect.orDie
       )
 
-    return { overdue, visible, listJson, getJson, wire, lockVisible, counts, trashJson, projectUsable, inboxOf } as const
+    return {
+      overdue,
+      visible,
+      listJson,
+      getJson,
+      wire,
+      wireAfter,
+      lockVisible,
+      counts,
+      trashJson,
+      projectUsable,
+      projectAccess,
+      inboxOf
+    } as const
   })
 }) {}

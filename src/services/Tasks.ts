@@ -3,8 +3,12 @@ import { ValidationError } from "../domain/Errors.js"
 import type { JsonValue } from "../domain/Json.js"
 import type { TaskCreate, TaskPatch } from "../domain/Task.js"
 import type { Row } from "../domain/Json.js"
+import type { PeriodSettings } from "../domain/QuotaPeriods.js"
+import { shouldEnrich } from "../domain/AiEnrichment.js"
+import { projectRefusal } from "../domain/Project.js"
 import { isQuota, newTaskRow, patchTaskRow, visibleFields } from "../domain/TaskRules.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
+import { EnrichmentQueue } from "./EnrichmentQueue.js"
 import { Mutations, type Tx } from "./Mutations.js"
 import { Quotas } from "./Quotas.js"
 import { TasksTable } from "./Tables.js"
@@ -20,16 +24,17 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
     const mutations = yield* Mutations
     const queries = yield* TaskQueries
     const quotas = yield* Quotas
+    const enrichment = yield* EnrichmentQueue
 
     /** A quota's current period: set when it becomes a quota or its period rule changes. */
-    const periodWrites = (user: CurrentUserShape, before: Row | undefined, after: Row, now: Date) =>
+    const periodWrites = (owner: PeriodSettings, before: Row | undefined, after: Row, now: Date) =>
       Effect.gen(function*() {
         const quota = isQuota({ progress_target: Number(after.progress_target), is_tracked: Boolean(after.is_tracked) })
         const wasQuota = before !== undefined &&
           isQuota({ progress_target: Number(before.progress_target), is_tracked: Boolean(before.is_tracked) })
         if (!quota) return wasQuota ? { progress_period_start: null, progress_period_end: null } : {}
         if (wasQuota && before.rrule === after.rrule) return {}
-        const period = quotas.initialPeriod((after.rrule ?? null) as string | null, yield* quotas.settingsOf(user.id), now)
+        const period = quotas.initialPeriod((after.rrule ?? null) as string | null, owner, now)
         return {
           progress_period_start: period === undefined ? null : period.start.toISOString(),
           progress_period_end: period === undefined ? null : period.end.toISOString()
@@ -46,31 +51,46 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
     const emitUpdated = (tx: Tx, task: Wire, fields: ReadonlyArray<string>) =>
       tx.emit({ event: "task.updated", taskId: Number(task.id), data: { task: task as JsonValue, fields_changed: [...fields] } })
 
-    const create = (user: CurrentUserShape, input: TaskCreate) =>
-      mutations.run({ user, action: "create" }, (tx) =>
+    const create = (user: CurrentUserShape, input: TaskCreate) => {
+      // Queued in the same transaction (durable); enriched in the background (issue 11).
+      const enrich = enrichment.enabled && shouldEnrich(input)
+      return mutations.run({ user, action: "create" }, (tx) =>
         Effect.gen(function*() {
           const projectId = input.project_id === undefined
             ? yield* queries.inboxOf(user.id)
             : yield* usableProject(user, input.project_id)
           const base = yield* newTaskRow(input, { now: tx.now, zone: user.timezone, projectId, userId: user.id })
-          const row = { ...base, ...(yield* periodWrites(user, undefined, base, tx.now)) }
+          // The creator owns the task: its calendar is theirs.
+          const row = {
+            ...base,
+            ...(yield* periodWrites(yield* quotas.settingsOf(user.id), undefined, base, tx.now)),
+            ...(enrich ? { enrichment_status: "pending" } : {})
+          }
           const inserted = yield* tx.insert(TasksTable, row)
-          const task = yield* queries.wire(Number(inserted.id))
+          const task = enrich
+            ? yield* queries.wireAfter(Number(inserted.id), enrichment.createdRow(inserted, input.title, tx.now)).pipe(
+              Effect.zipLeft(enrichment.noteQueued)
+            )
+            : yield* queries.wire(Number(inserted.id))
           tx.emit({ event: "task.created", taskId: Number(inserted.id), data: { task: task as JsonValue } })
           tx.count("tasks_created")
           tx.describe(`Created ${quoted(task.title)}`)
           return task
-        }))
+        })).pipe(Effect.tap(() => (enrich ? enrichment.wake : Effect.void)))
+    }
 
     const update = (user: CurrentUserShape, id: number, patch: TaskPatch) =>
       mutations.run({ user, action: "edit" }, (tx) =>
         Effect.gen(function*() {
           const current = yield* queries.lockVisible(user, id)
           if (patch.project_id !== undefined && patch.project_id !== current.project_id) {
-            yield* usableProject(user, patch.project_id)
+            const refusal = projectRefusal(yield* queries.projectAccess(patch.project_id), user.id, Number(current.user_id))
+            if (refusal !== undefined) return yield* Effect.fail(ValidationError.field("project_id", refusal))
           }
-          const edits = yield* patchTaskRow(current, patch, { now: tx.now, zone: user.timezone })
-          const writes = { ...edits, ...(yield* periodWrites(user, current, { ...current, ...edits }, tx.now)) }
+          // Anchors and periods on the owner's calendar, whoever edits (README: whose calendar).
+          const calendar = yield* quotas.calendarOf(current)
+          const edits = yield* patchTaskRow(current, patch, { now: tx.now, zone: calendar.zone })
+          const writes = { ...edits, ...(yield* periodWrites(calendar, current, { ...current, ...edits }, tx.now)) }
           const fields = visibleFields(yield* tx.update(TasksTable, id, writes))
           const task = yield* queries.wire(id)
           const description = fields.length === 0
@@ -109,16 +129,20 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
           return task
         }))
 
-    /** Records a request to re-run enrichment on `original_title`; the AI worker picks it up. */
+    /**
+     * Re-queues enrichment from `original_title`; the AI worker picks it up. With AI off
+     * only the request time is recorded.
+     */
     const reprocess = (user: CurrentUserShape, id: number) =>
       mutations.run({ user, action: "reprocess", undoable: false }, (tx) =>
         Effect.gen(function*() {
           const current = yield* queries.lockVisible(user, id)
           if (current.deleted_at !== null) return yield* Effect.fail(ValidationError.field("id", "Task is in the trash"))
           yield* tx.update(TasksTable, id, { enrichment_requested_at: tx.now.toISOString() })
+          if (enrichment.enabled) yield* enrichment.requeue(current, String(current.original_title), tx.now)
           tx.describe(`Queued ${quoted(current.title)} for enrichment`)
           return yield* queries.wire(id)
-        }))
+        })).pipe(Effect.tap(() => (enrichment.enabled ? enrichment.wake : Effect.void)))
 
     return { create, update, trash, restore, reprocess } as const
   })

@@ -1,14 +1,15 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import type { RowChange } from "../domain/Changes.js"
-import { ValidationError } from "../domain/Errors.js"
-import type { JsonValue } from "../domain/Json.js"
-import { type Direction, ordered, planStep } from "../domain/Undo.js"
+import { Conflict, ValidationError } from "../domain/Errors.js"
+import type { JsonValue, Row } from "../domain/Json.js"
+import { projectRefusal } from "../domain/Project.js"
+import { applyStep, type Direction, ordered, planStep, type Step } from "../domain/Undo.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { Mutations, type Tx } from "./Mutations.js"
 import { Quotas } from "./Quotas.js"
 import { now as clockNow } from "./ServiceClock.js"
-import { tablesByName } from "./Tables.js"
+import { type TableSpec, tablesByName } from "./Tables.js"
 import { TaskQueries } from "./TaskQueries.js"
 
 interface EntryRow {
@@ -18,6 +19,9 @@ interface EntryRow {
   readonly changes: ReadonlyArray<RowChange>
   readonly tasks_affected: number
 }
+
+const LOST_ACCESS = "it touches a task, project or slot you can no longer see"
+const PROJECT_HIDDEN = "it would put a task in a project its owner cannot see"
 
 /** Undo entries older than this are purged (CONTRACT §8, issue 5). */
 export const UNDO_RETENTION_DAYS = 30
@@ -40,6 +44,48 @@ export class UndoService extends Effect.Service<UndoService>()("steady/UndoServi
                max(id) AS latest
         FROM undo_entries WHERE user_id = ${userId}`.pipe(Effect.map((rows) => rows[0]!), Effect.orDie)
 
+    /** Whether the task is visible to the user now, by the task reads' definition; undefined when it is gone. */
+    const taskVisible = (userId: number, taskId: number) =>
+      sql<{ visible: boolean }>`SELECT ${queries.visible(userId)} AS visible FROM tasks t WHERE t.id = ${taskId}`.pipe(
+        Effect.map((rows) => rows[0]?.visible),
+        Effect.orDie
+      )
+
+    /**
+     * Why the user may no longer have this step carried out, or undefined. Access is judged
+     * now, not when the action was recorded: rows as they are and as the step would leave
+     * them must both be the user's to write (README, Undo / redo: access is judged at undo/redo time).
+     */
+    const accessRefusal = (user: CurrentUserShape, table: TableSpec, current: Row | undefined, step: Step) =>
+      Effect.gen(function*() {
+        const after = applyStep(current, step)
+        const rows = [current, after].filter((r): r is Row => r !== undefined)
+        switch (table.name) {
+          case "tasks": {
+            if (current !== undefined && (yield* taskVisible(user.id, step.id)) !== true) return LOST_ACCESS
+            if (after !== undefined && (current === undefined || after.project_id !== current.project_id)) {
+              const target = yield* queries.projectAccess(Number(after.project_id))
+              if (projectRefusal(target, user.id, Number(after.user_id)) !== undefined) return PROJECT_HIDDEN
+            }
+            return undefined
+          }
+          case "completions":
+          case "quota_periods": {
+            for (const row of rows) {
+              const visible = yield* taskVisible(user.id, Number(row.task_id))
+              if (visible === false || (visible === undefined && Number(row.user_id) !== user.id)) return LOST_ACCESS
+            }
+            return undefined
+          }
+          case "projects":
+            return rows.every((r) => Number(r.owner_id) === user.id) ? undefined : LOST_ACCESS
+          case "time_slots":
+            return rows.every((r) => Number(r.user_id) === user.id) ? undefined : LOST_ACCESS
+          default:
+            return LOST_ACCESS
+        }
+      })
+
     /** Carries out one change in one direction, keeping statistics in step. */
     const applyChange = (tx: Tx, change: RowChange, direction: Direction, touched: Map<number, Set<string>>) =>
       Effect.gen(function*() {
@@ -47,6 +93,10 @@ export class UndoService extends Effect.Service<UndoService>()("steady/UndoServi
         if (table === undefined) return
         const current = yield* tx.lock(table, change.id)
         const step = planStep(change, direction, current, tx.now.toISOString())
+        const refusal = yield* accessRefusal(tx.user, table, current, step)
+        if (refusal !== undefined) {
+          return yield* Effect.fail(new Conflict({ message: `Cannot ${direction}: ${refusal}` }))
+        }
         switch (step.kind) {
           case "skip":
             return
@@ -110,6 +160,7 @@ export class UndoService extends Effect.Service<UndoService>()("steady/UndoServi
                               AND ${direction === "undo" ? sql`NOT undone` : sql`undone`}
                             ORDER BY id ${direction === "undo" ? sql`DESC` : sql`ASC`} LIMIT 1)
                 AND c->>'table' = 'tasks')
+            AND ${queries.visible(user.id)}
           ORDER BY t.id`)
         for (const { id } of ended) yield* quotas.rollover(id)
       })

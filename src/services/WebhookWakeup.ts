@@ -1,4 +1,5 @@
 import { Duration, Effect, Queue } from "effect"
+import { afterCommit } from "./AfterCommit.js"
 
 /**
  * Wakes the webhook dispatcher right after a transaction that wrote deliveries commits,
@@ -9,7 +10,8 @@ export class WebhookWakeup extends Effect.Service<WebhookWakeup>()("steady/Webho
   effect: Effect.gen(function*() {
     const queue = yield* Queue.sliding<void>(1)
     return {
-      wake: Queue.offer(queue, undefined).pipe(Effect.asVoid),
+      // Held until an enclosing request-wide transaction commits (see AfterCommit).
+      wake: afterCommit(Queue.offer(queue, undefined).pipe(Effect.asVoid)),
       /** Waits for a wake-up or until `timeout` passes, whichever comes first. */
       wait: (timeout: Duration.DurationInput) => Queue.take(queue).pipe(Effect.timeoutOption(timeout), Effect.asVoid)
     } as const

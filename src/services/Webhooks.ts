@@ -1,12 +1,37 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import * as Net from "node:net"
-import { NotFound, ValidationError } from "../domain/Errors.js"
+import { Conflict, NotFound, ValidationError } from "../domain/Errors.js"
 import { AppConfig } from "./AppConfig.js"
 import { generateSecret } from "./Credentials.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { now as clockNow } from "./ServiceClock.js"
 import { refusedAddress } from "./WebhookNetwork.js"
+
+export const MAX_WEBHOOKS_PER_USER = 20
+/**
+ * Deliveries waiting per webhook. A receiver that is down while its user keeps working
+ * would otherwise grow the outbox without end; past this the oldest waiting ones are
+ * dropped (status `dropped`, never sent), the newest kept.
+ */
+export const MAX_PENDING_PER_WEBHOOK = 1000
+
+/**
+ * Drops what a user's webhooks have waiting beyond the cap. Deliveries in flight (leased)
+ * count but are left alone. The ranking reads only the index, so a full backlog costs a
+ * walk over index entries, not rows.
+ */
+export const dropOverflow = (sql: SqlClient.SqlClient, userId: number, at: string) =>
+  sql`UPDATE webhook_deliveries SET status = 'dropped', finished_at = ${at}::timestamptz
+    WHERE lease_until IS NULL AND status = 'pending' AND id IN (
+      SELECT old.id FROM webhooks w
+      CROSS JOIN LATERAL (
+        SELECT d.id FROM webhook_deliveries d
+        WHERE d.webhook_id = w.id AND d.status = 'pending'
+        ORDER BY d.id DESC OFFSET ${MAX_PENDING_PER_WEBHOOK}
+      ) old
+      WHERE w.user_id = ${userId}
+    )`
 
 const webhookJson = (sql: SqlClient.SqlClient) =>
   sql`json_build_object('id', w.id, 'user_id', w.user_id, 'url', w.url, 'events', w.events, 'active', w.active,
@@ -38,11 +63,22 @@ export class Webhooks extends Effect.Service<Webhooks>()("steady/Webhooks", {
         yield* checkUrl(url)
         const secret = generateSecret()
         const at = (yield* clockNow).toISOString()
-        const [row] = yield* Effect.orDie(sql<{ id: number }>`
-          INSERT INTO webhooks (user_id, url, events, secret, created_at, updated_at)
-          VALUES (${user.id}, ${url}, ${JSON.stringify([...new Set(events)])}::jsonb, ${secret}, ${at}::timestamptz, ${at}::timestamptz)
-          RETURNING id`)
-        return { ...(yield* read(user, row!.id)), secret }
+        // The user row is locked while counting, so concurrent requests cannot both take the last place.
+        const id = yield* Effect.gen(function*() {
+          yield* sql`SELECT id FROM users WHERE id = ${user.id} FOR UPDATE`
+          const [count] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM webhooks WHERE user_id = ${user.id}`
+          if (count!.n >= MAX_WEBHOOKS_PER_USER) {
+            return yield* Effect.fail(
+              new Conflict({ message: `At most ${MAX_WEBHOOKS_PER_USER} webhooks per user; delete one first` })
+            )
+          }
+          const [row] = yield* sql<{ id: number }>`
+            INSERT INTO webhooks (user_id, url, events, secret, created_at, updated_at)
+            VALUES (${user.id}, ${url}, ${JSON.stringify([...new Set(events)])}::jsonb, ${secret}, ${at}::timestamptz, ${at}::timestamptz)
+            RETURNING id`
+          return row!.id
+        }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
+        return { ...(yield* read(user, id)), secret }
       })
 
     const list = (user: CurrentUserShape) =>

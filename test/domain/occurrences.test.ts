@@ -1,6 +1,11 @@
 import { describe, expect, it } from "@effect/vitest"
-import { FastCheck as fc } from "effect"
-import { advance, firstOccurrence, nextOccurrence } from "../../src/domain/Occurrences.js"
+import { Either, FastCheck as fc } from "effect"
+import * as Occurrences from "../../src/domain/Occurrences.js"
+
+// These rules are all valid: a refusal (Left) fails the test.
+const nextOccurrence = (...args: Parameters<typeof Occurrences.nextOccurrence>) => Either.getOrThrow(Occurrences.nextOccurrence(...args))
+const firstOccurrence = (...args: Parameters<typeof Occurrences.firstOccurrence>) => Either.getOrThrow(Occurrences.firstOccurrence(...args))
+const advance = (...args: Parameters<typeof Occurrences.advance>) => Either.getOrThrow(Occurrences.advance(...args))
 
 const ZONES = ["America/New_York", "Europe/Berlin", "Australia/Sydney", "Asia/Kolkata", "UTC"] as const
 
@@ -102,6 +107,61 @@ describe("nextOccurrence", () => {
       due = next
     }
   }, { fastCheck: { numRuns: 40 } })
+})
+
+describe("issue 15: the three divergences from the Temporal oracle", () => {
+  it("nextOccurrence returns an occurrence a DST gap moved past `after` (02:30 → 03:30 EDT)", () => {
+    // after = 03:10 EDT on 8 March 2026; that day's 02:30 does not exist and moves to 03:30.
+    const next = nextOccurrence(
+      { rule: "FREQ=DAILY", zone: "America/New_York", anchorTime: "02:30" },
+      new Date("2026-03-01T07:30:00Z"),
+      new Date("2026-03-08T07:10:00Z")
+    )
+    expect(next?.toISOString()).toBe("2026-03-08T07:30:00.000Z")
+    // Only that occurrence moved: the next day is back at 02:30 EDT.
+    const after = nextOccurrence({ rule: "FREQ=DAILY", zone: "America/New_York", anchorTime: "02:30" }, new Date("2026-03-01T07:30:00Z"), next!)
+    expect(after?.toISOString()).toBe("2026-03-09T06:30:00.000Z")
+  })
+
+  it("firstOccurrence keeps the series at midnight although the first day's midnight does not exist (Havana)", () => {
+    const first = firstOccurrence({ rule: "FREQ=DAILY", zone: "America/Havana", anchorTime: null }, new Date("2026-03-08T17:00:00Z"))
+    expect(first?.toISOString()).toBe("2026-03-09T04:00:00.000Z") // 00:00 CDT, not 01:00
+  })
+
+  it("firstOccurrence keeps BYHOUR=2 at :00 after Lord Howe's half-hour gap", () => {
+    // 4 October 2026: 02:00 → 02:30 (+10:30 → +11). That day's 02:00 moves to 02:30 …
+    const first = Occurrences.firstOccurrenceAt({ rule: "FREQ=DAILY;BYHOUR=2", zone: "Australia/Lord_Howe", anchorTime: null }, new Date("2026-10-03T12:00:00Z"))
+    expect(first).toEqual(Either.right({ at: new Date("2026-10-03T15:30:00.000Z"), wallTime: "02:00" }))
+    // … and the series stays at 02:00: its wall time, not the shifted one, is the anchor.
+    const input = { rule: "FREQ=DAILY;BYHOUR=2", zone: "Australia/Lord_Howe", anchorTime: "02:00" }
+    const at = new Date("2026-10-03T15:30:00.000Z")
+    expect(nextOccurrence(input, at, at)?.toISOString()).toBe("2026-10-04T15:00:00.000Z")
+  })
+
+  it("firstOccurrence counts an occurrence exactly at `from`", () => {
+    const first = firstOccurrence({ rule: "FREQ=HOURLY", zone: "UTC", anchorTime: null }, new Date("2026-06-20T22:00:00.000Z"))
+    expect(first?.toISOString()).toBe("2026-06-20T22:00:00.000Z")
+  })
+
+  it("Apia's skipped 30 December 2011 still counts for INTERVAL; its 10:00 moves by the 24 h gap", () => {
+    const input = { rule: "FREQ=DAILY;INTERVAL=2", zone: "Pacific/Apia", anchorTime: "10:00" }
+    const start = new Date("2011-12-26T20:00:00Z") // Mon 26 Dec 10:00 (-10)
+    // 26, 28, 30 (no such date: its 10:00 becomes 31 Dec 10:00 +14), 1 Jan, …
+    const at28 = nextOccurrence(input, start, start)!
+    expect(at28.toISOString()).toBe("2011-12-28T20:00:00.000Z")
+    const at30 = nextOccurrence(input, start, at28)!
+    expect(at30.toISOString()).toBe("2011-12-30T20:00:00.000Z")
+    expect(nextOccurrence(input, start, at30)?.toISOString()).toBe("2011-12-31T20:00:00.000Z") // 1 Jan 10:00 (+14)
+  })
+
+  it("a repeated wall time means its first instant, every time (St. John's 2008, 00:01 → 23:01)", () => {
+    // 2 November 2008: 00:01 NDT became 23:01 NST on 1 November; 23:30 on the 1st happened twice.
+    const input = { rule: "FREQ=DAILY", zone: "America/St_Johns", anchorTime: "23:30" }
+    const start = new Date("2008-10-30T02:00:00Z") // 29 Oct 23:30 NDT
+    const first = nextOccurrence(input, start, new Date("2008-11-01T12:00:00Z"))
+    expect(first?.toISOString()).toBe("2008-11-02T02:00:00.000Z") // the first 23:30 (NDT)
+    expect(nextOccurrence(input, start, first!)?.toISOString()).toBe("2008-11-03T03:00:00.000Z") // 2 Nov 23:30 NST
+  })
 })
 
 describe("concrete DST cases", () => {

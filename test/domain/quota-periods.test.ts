@@ -2,6 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Either, FastCheck as fc } from "effect"
 import {
   endedPeriods,
+  nearestBoundary,
   nextBoundary,
   type Period,
   type PeriodFreq,
@@ -178,7 +179,13 @@ const unitsIn = (freq: PeriodFreq, from: DayNo, to: DayNo, weekStart: WeekStartD
 const oraclePeriod = (rule: PeriodRule, settings: PeriodSettings, at: number, anchor?: number) => {
   const { weekStart, zone } = settings
   const unit = unitStartOf(rule.freq, dateAt(at, zone), weekStart)
-  const first = anchor === undefined ? unit : unitStartOf(rule.freq, dateAt(anchor, zone), weekStart)
+  // Without an anchor the series starts at the unit `at` belongs to, which in a repeated
+  // hour after midnight (St. John's) is the one after the date on the clock.
+  const first = anchor !== undefined
+    ? unitStartOf(rule.freq, dateAt(anchor, zone), weekStart)
+    : rule.interval === 1
+    ? unit
+    : dateAt(oraclePeriod({ freq: rule.freq, interval: 1 }, settings, at).start, zone)
   const between = unit >= first ? unitsIn(rule.freq, first, unit, weekStart) : -unitsIn(rule.freq, unit, first, weekStart)
   const k = Math.floor(between / rule.interval)
   const tile = (j: number) => {
@@ -461,6 +468,53 @@ describe("23- and 25-hour days", () => {
     expect(p.end.getTime()).toBeGreaterThan(repeated.getTime())
     expect(iso(p)).toEqual({ start: "2010-11-07T02:30:00.000Z", end: "2010-11-08T03:30:00.000Z" })
     expect(iso(p)).toEqual({ start: sixth.end.toISOString(), end: periodEndFrom(rule, settings, sixth.end).toISOString() })
+  })
+})
+
+describe("St. John's repeated hour and Apia's skipped day (issue 15 item 4)", () => {
+  const stJohns = (weekStart: WeekStartDay = "sunday"): PeriodSettings => ({ zone: "America/St_Johns", weekStart })
+  // 2 Nov 2008, 00:01 NDT → 23:01 NST on the 1st: this instant shows Nov 1 23:19 for the
+  // second time, after Nov 2 began at 02:30Z.
+  const repeated = new Date("2008-11-02T02:49:38.945Z")
+
+  it("nextBoundary is strictly after `after` and is where periodContaining ends", () => {
+    const daily: PeriodRule = { freq: "DAILY", interval: 1 }
+    expect(nextBoundary(daily, stJohns(), repeated).toISOString()).toBe("2008-11-03T03:30:00.000Z")
+    expect(periodContaining(daily, stJohns(), repeated).end.toISOString()).toBe("2008-11-03T03:30:00.000Z")
+    // 2 Nov 2008 was a Sunday: the repeated hour is in the week that began then.
+    const weekly: PeriodRule = { freq: "WEEKLY", interval: 1 }
+    expect(nextBoundary(weekly, stJohns("sunday"), repeated).toISOString()).toBe("2008-11-09T03:30:00.000Z")
+    expect(nextBoundary(weekly, stJohns("monday"), repeated).toISOString()).toBe("2008-11-03T03:30:00.000Z")
+    expect(periodContaining(weekly, stJohns("sunday"), repeated).end.toISOString()).toBe("2008-11-09T03:30:00.000Z")
+  })
+
+  it("nearestBoundary never answers at or before `after`", () => {
+    const daily: PeriodRule = { freq: "DAILY", interval: 1 }
+    const target = new Date("2008-11-02T02:50:00.000Z")
+    expect(nearestBoundary(daily, stJohns(), target, repeated).toISOString()).toBe("2008-11-03T03:30:00.000Z")
+    // A target before `after` too: the first boundary after `after`.
+    expect(nearestBoundary(daily, stJohns(), new Date("2008-11-02T02:00:00Z"), repeated).toISOString())
+      .toBe("2008-11-03T03:30:00.000Z")
+  })
+
+  it("INTERVAL=2 anchored in the repeated hour starts on the new day (README: quotas)", () => {
+    const p = periodContaining({ freq: "DAILY", interval: 2 }, stJohns(), repeated)
+    expect(iso(p)).toEqual({ start: "2008-11-02T02:30:00.000Z", end: "2008-11-04T03:30:00.000Z" })
+  })
+
+  it("Apia skipped 30 Dec 2011: daily INTERVAL counts days that happened", () => {
+    const apia: PeriodSettings = { zone: "Pacific/Apia", weekStart: "sunday" }
+    const rule: PeriodRule = { freq: "DAILY", interval: 2 }
+    const anchor = new Date("2011-12-28T10:00:00Z") // 28 Dec 00:00 -10
+    const first = periodContaining(rule, apia, new Date("2011-12-29T12:00:00Z"), anchor)
+    expect(iso(first)).toEqual({ start: "2011-12-28T10:00:00.000Z", end: "2011-12-30T10:00:00.000Z" })
+    // 29 Dec was followed by 31 Dec (+14): the next period is 31 Dec and 1 Jan.
+    const second = periodContaining(rule, apia, new Date("2011-12-31T12:00:00Z"), anchor)
+    expect(iso(second)).toEqual({ start: "2011-12-30T10:00:00.000Z", end: "2012-01-01T10:00:00.000Z" })
+    expect(periodEndFrom(rule, apia, first.end).toISOString()).toBe(second.end.toISOString())
+    const { ended, next } = endedPeriods(rule, apia, first, new Date("2012-01-01T11:00:00Z"))
+    expect(ended.map(iso)).toEqual([iso(first), iso(second)])
+    expect(iso(next)).toEqual({ start: "2012-01-01T10:00:00.000Z", end: "2012-01-03T10:00:00.000Z" })
   })
 })
 

@@ -93,7 +93,7 @@ describe("parseRule", () => {
     const weekly = right(parseRule("RRULE:FREQ=WEEKLY;BYDAY=MO,WE"))
     expect(weekly.freq).toBe(2)
     expect(weekly.interval).toBe(1)
-    expect(weekly.byweekday).toEqual([0, 2])
+    expect(weekly.byday).toEqual([{ weekday: 0, n: 0 }, { weekday: 2, n: 0 }])
     const monthly = right(parseRule("  FREQ=MONTHLY;INTERVAL=3;BYMONTHDAY=15  "))
     expect(monthly.freq).toBe(1)
     expect(monthly.interval).toBe(3)

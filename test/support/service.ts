@@ -82,6 +82,9 @@ export const startService = async (
     databaseUrl: db.url === undefined ? Option.none() : Option.some(Redacted.make(db.url)),
     dataDir: db.dataDir,
     healthTimeout: Duration.millis(500),
+    // Seeding statements (10,000 rows at once) on a loaded machine may pass the production
+    // 5 s bound; db-outage.test.ts runs with the production bound.
+    databaseStatementTimeout: Duration.seconds(30),
     ...overrides
   })
   const runtime = ManagedRuntime.make(

@@ -4,7 +4,10 @@ import type { Client } from "./service.js"
 /** Wire timestamps: ISO 8601 in UTC with milliseconds and `Z` (CONTRACT §5). */
 export const ISO_MS_Z = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 
-/** Every field of a Task on the wire: spec §2.1 plus is_reminder, is_tracked, snooze_count, is_snoozed. */
+/**
+ * Every field of a Task on the wire: spec §2.1 plus is_reminder, is_tracked, snooze_count,
+ * is_snoozed and enrichment_status (issue 11).
+ */
 export const TASK_FIELDS = [
   "id", "user_id", "project_id", "title", "original_title", "short_title", "done", "done_at", "priority",
   "due_at", "rrule", "recurrence_mode", "anchor_time", "anchor_dow", "anchor_dom", "original_due_at",
@@ -13,7 +16,7 @@ export const TASK_FIELDS = [
   "auto_snooze_minutes", "deleted_at", "archived_at", "labels", "notes", "progress_target", "progress_current",
   "progress_period_start", "quota_prompt_config", "quota_day_state", "completion_count", "skip_count",
   "first_completed_at", "last_completed_at", "created_at", "updated_at", "is_recurring", "is_reminder",
-  "is_tracked", "snooze_count", "is_snoozed"
+  "is_tracked", "snooze_count", "is_snoozed", "enrichment_status"
 ] as const
 
 /** A timestamp taken from the service clock: well-formed and within `withinMs` after `start`. */

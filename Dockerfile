@@ -1,0 +1,38 @@
+# Steady as a container: `docker build -t steady .` then
+# `docker run -p 3000:3000 -v steady-data:/data steady` (embedded database in /data), or
+# `docker compose up` for the app beside PostgreSQL 16 (see compose.yaml).
+#
+# test/container.test.ts runs the runtime stage's install and start commands from a clean
+# copy, exactly as written here: keep the two in step.
+
+# --- build: compile TypeScript to dist/ --------------------------------------------------
+FROM node:20-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build
+
+# --- runtime: production dependencies, the compiled code, migrations and prompts ----------
+FROM node:20-slim
+ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
+    PORT=3000 \
+    DATA_DIR=/data
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+COPY --from=build /app/dist ./dist
+COPY migrations ./migrations
+COPY prompts ./prompts
+# The embedded database lives in DATA_DIR; the unprivileged `node` user of the base image owns it.
+RUN mkdir -p /data && chown node:node /data
+USER node
+VOLUME ["/data"]
+EXPOSE 3000
+# node:20-slim has no curl: Node's own fetch asks the liveness endpoint.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/api/health').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+# node itself as PID 1 (no npm wrapper), so SIGTERM from `docker stop` reaches the service.
+CMD ["node", "dist/src/main.js"]

@@ -1,0 +1,121 @@
+/**
+ * UTC offsets of IANA zones for recurrence expansion. An expansion converts many wall times
+ * to instants; asking `Intl` three times per conversion would dominate its cost, so offsets
+ * are read once per zone and UTC day (bisecting the transition when the day has one) and
+ * kept. Wall times here are "floating" milliseconds: the wall clock's fields read as UTC.
+ */
+
+const DAY = 86_400_000
+
+interface DayOffsets {
+  readonly before: number
+  /** The first millisecond of the new offset, or Infinity when the day has no transition. */
+  readonly switchAt: number
+  readonly after: number
+}
+
+const formatters = new Map<string, Intl.DateTimeFormat>()
+const days = new Map<string, Map<number, DayOffsets>>()
+// Bounded: far-flung dates in many zones must not grow the cache without limit (an entry is
+// ~100 bytes; refilling costs a couple of Intl calls a day).
+const MAX_DAYS = 300_000
+let cachedDays = 0
+
+const formatterFor = (zone: string): Intl.DateTimeFormat => {
+  let f = formatters.get(zone)
+  if (f === undefined) {
+    f = new Intl.DateTimeFormat("en-US", {
+      timeZone: zone,
+      hourCycle: "h23",
+      era: "short",
+      year: "numeric",
+      month: "numeric",
+      day: "numeric",
+      hour: "numeric",
+      minute: "numeric",
+      second: "numeric"
+    })
+    formatters.set(zone, f)
+  }
+  return f
+}
+
+const intlOffset = (zone: string, ms: number): number => {
+  const whole = ms - (((ms % 1000) + 1000) % 1000)
+  const parts = formatterFor(zone).formatToParts(new Date(whole))
+  let year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0, bc = false
+  for (const p of parts) {
+    switch (p.type) {
+      case "year": year = Number(p.value); break
+      case "month": month = Number(p.value); break
+      case "day": day = Number(p.value); break
+      case "hour": hour = Number(p.value); break
+      case "minute": minute = Number(p.value); break
+      case "second": second = Number(p.value); break
+      case "era": bc = p.value === "BC"; break
+    }
+  }
+  const d = new Date(0)
+  d.setUTCFullYear(bc ? 1 - year : year, month - 1, day)
+  d.setUTCHours(hour, minute, second, 0)
+  return d.getTime() - whole
+}
+
+const dayOffsets = (zone: string, dayIndex: number): DayOffsets => {
+  let zoneDays = days.get(zone)
+  if (zoneDays === undefined) {
+    zoneDays = new Map()
+    days.set(zone, zoneDays)
+  }
+  const known = zoneDays.get(dayIndex)
+  if (known !== undefined) return known
+  const start = dayIndex * DAY
+  // A day's closing offset is the next day's opening one: read it from there when known.
+  const before = zoneDays.get(dayIndex - 1)?.after ?? intlOffset(zone, start)
+  const after = zoneDays.get(dayIndex + 1)?.before ?? intlOffset(zone, start + DAY)
+  let entry: DayOffsets
+  if (before === after) {
+    entry = { before, switchAt: Infinity, after }
+  } else {
+    // Transitions fall on whole seconds: bisect to the first second with the new offset.
+    let lo = 0, hi = DAY / 1000
+    while (hi - lo > 1) {
+      const mid = Math.floor((lo + hi) / 2)
+      if (intlOffset(zone, start + mid * 1000) === before) lo = mid
+      else hi = mid
+    }
+    entry = { before, switchAt: start + hi * 1000, after }
+  }
+  if (cachedDays >= MAX_DAYS) {
+    for (const other of days.values()) other.clear()
+    cachedDays = 0
+  }
+  zoneDays.set(dayIndex, entry)
+  cachedDays++
+  return entry
+}
+
+/** Offset of `zone` from UTC at an instant, in ms (east positive). */
+export const offsetAt = (zone: string, instant: number): number => {
+  if (zone === "UTC" || zone === "Etc/UTC") return 0
+  const entry = dayOffsets(zone, Math.floor(instant / DAY))
+  return instant < entry.switchAt ? entry.before : entry.after
+}
+
+/** The floating wall time of an instant. */
+export const wallOf = (zone: string, instant: number): number => instant + offsetAt(zone, instant)
+
+/**
+ * The instant a wall time names: a wall time skipped by a gap moves forward by the gap
+ * (the offset before the gap applies); a repeated wall time takes its first instant.
+ */
+export const instantOfWall = (zone: string, wall: number): number => {
+  const early = offsetAt(zone, wall - DAY)
+  const late = offsetAt(zone, wall + DAY)
+  let best: number | undefined
+  for (const offset of early === late ? [early] : [early, late]) {
+    const t = wall - offset
+    if (t + offsetAt(zone, t) === wall && (best === undefined || t < best)) best = t
+  }
+  return best ?? wall - early
+}

@@ -1,0 +1,30 @@
+import { Effect, FiberRef, Option } from "effect"
+
+/**
+ * Effects held back until an enclosing transaction commits. A service's own transaction
+ * nests as a savepoint when the HTTP layer wraps the whole request in one (Idempotency-Key),
+ * so "after my transaction" is not "after commit" there: a wake-up sent at that moment
+ * would look for rows nobody else can see yet.
+ */
+const held = FiberRef.unsafeMake<Option.Option<Array<Effect.Effect<void>>>>(Option.none())
+
+/** Runs `effect` now, or after the enclosing `holdingAfterCommit` transaction succeeds. */
+export const afterCommit = (effect: Effect.Effect<void>): Effect.Effect<void> =>
+  Effect.flatMap(FiberRef.get(held), (list) =>
+    Option.isSome(list)
+      ? Effect.sync(() => {
+        list.value.push(effect)
+      })
+      : effect)
+
+/**
+ * Runs `transaction` holding every `afterCommit` effect inside it, then runs them once it
+ * has succeeded (committed). A failed transaction rolled back, so they are dropped.
+ */
+export const holdingAfterCommit = <A, E, R>(transaction: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.suspend(() => {
+    const list: Array<Effect.Effect<void>> = []
+    return Effect.locally(transaction, held, Option.some(list)).pipe(
+      Effect.tap(() => Effect.forEach(list, (effect) => effect, { discard: true }))
+    )
+  })

@@ -1,0 +1,85 @@
+import type * as SqlClient from "@effect/sql/SqlClient"
+import { Effect } from "effect"
+import type { RowChange } from "../domain/Changes.js"
+
+/** The NOTIFY channel that wakes the change streams of every instance on one PostgreSQL. */
+export const CHANGES_CHANNEL = "steady_changes"
+
+/** The objects the change feed reports, by the table that holds them. */
+export const feedKinds: Readonly<Record<string, string>> = {
+  tasks: "task",
+  projects: "project",
+  time_slots: "time_slot"
+}
+
+interface Entry {
+  readonly kind: string
+  readonly id: number
+  op: "upsert" | "delete"
+  owner: number | null
+  readonly projects: Array<number>
+  was_shared: boolean
+}
+
+const intOf = (value: unknown): number | null => (typeof value === "number" ? value : null)
+
+/**
+ * One feed entry per object a transaction touched, in the order it first touched them.
+ * The full rows of inserts and deletes name the owner (the row may be gone by the time
+ * the entry is written), and any project the object was in before or after: leaving a
+ * shared project is news for everyone who could see it there.
+ */
+export const entriesOf = (changes: ReadonlyArray<RowChange>): ReadonlyArray<Entry> => {
+  const byKey = new Map<string, Entry>()
+  for (const change of changes) {
+    const kind = feedKinds[change.table]
+    if (kind === undefined) continue
+    const key = `${kind}:${change.id}`
+    let entry = byKey.get(key)
+    if (entry === undefined) {
+      entry = { kind, id: change.id, op: "upsert", owner: null, projects: [], was_shared: false }
+      byKey.set(key, entry)
+    }
+    const rows = change.op === "insert" ? [change.after] : change.op === "delete" ? [change.before] : [change.before, change.after]
+    for (const row of rows) {
+      entry.owner ??= intOf(row.user_id) ?? intOf(row.owner_id)
+      const project = intOf(row.project_id)
+      if (project !== null && !entry.projects.includes(project)) entry.projects.push(project)
+      if (row.shared === true) entry.was_shared = true
+    }
+    entry.op = change.op === "delete" ? "delete" : "upsert"
+  }
+  return [...byKey.values()]
+}
+
+/**
+ * Writes the entries inside the caller's transaction and notifies the other instances,
+ * which hear it only if the transaction commits. Visibility is decided here, from the rows
+ * as the transaction leaves them: the owner, and whether the object is (or was) in a
+ * shared project.
+ */
+export const recordChanges = (sql: SqlClient.SqlClient, at: Date, entries: ReadonlyArray<Entry>) =>
+  entries.length === 0 ? Effect.void : sql`
+    WITH e AS (
+      SELECT * FROM jsonb_to_recordset(${JSON.stringify(entries.map((e, n) => ({ ...e, n })))}::jsonb)
+        AS e(kind text, id integer, op text, owner integer, projects jsonb, was_shared boolean, n integer)
+    ), written AS (
+      INSERT INTO changes (at, kind, object_id, op, user_id, shared)
+      SELECT ${at.toISOString()}::timestamptz, e.kind, e.id, e.op, COALESCE(t.user_id, p.owner_id, s.user_id, e.owner),
+        CASE e.kind
+          WHEN 'task' THEN EXISTS (SELECT 1 FROM projects sp WHERE sp.shared
+            AND (sp.id = t.project_id OR sp.id IN (SELECT jsonb_array_elements_text(e.projects)::integer)))
+          WHEN 'project' THEN COALESCE(p.shared, false) OR e.was_shared
+          ELSE false
+        END
+      FROM e
+      LEFT JOIN tasks t ON e.kind = 'task' AND t.id = e.id
+      LEFT JOIN projects p ON e.kind = 'project' AND p.id = e.id
+      LEFT JOIN time_slots s ON e.kind = 'time_slot' AND s.id = e.id
+      WHERE COALESCE(t.user_id, p.owner_id, s.user_id, e.owner) IS NOT NULL
+      ORDER BY e.n
+    )
+    SELECT pg_notify(${CHANGES_CHANNEL}, '1')`.pipe(Effect.asVoid)
+
+/** A task changed by a writer outside the mutation pipeline (a background job). */
+export const taskEntry = (id: number): Entry => ({ kind: "task", id, op: "upsert", owner: null, projects: [], was_shared: false })

@@ -1,0 +1,145 @@
+import * as SqlClient from "@effect/sql/SqlClient"
+import { Effect, Either } from "effect"
+import {
+  ENRICHED_FIELDS,
+  type EnrichedField,
+  EnrichmentAnswer,
+  planEnrichment,
+  userChanged
+} from "../domain/AiEnrichment.js"
+import type { JsonValue } from "../domain/Json.js"
+import type { TaskPatch } from "../domain/Task.js"
+import { isQuota, patchTaskRow, visibleFields } from "../domain/TaskRules.js"
+import { localNow } from "./AiAssist.js"
+import { AiGateway } from "./AiGateway.js"
+import { fill } from "./AiPrompts.js"
+import { AppConfig } from "./AppConfig.js"
+import { userFromRow } from "./CurrentUser.js"
+import { type ClaimedEnrichment, EnrichmentQueue } from "./EnrichmentQueue.js"
+import { Mutations } from "./Mutations.js"
+import { now as clockNow } from "./ServiceClock.js"
+import { TasksTable } from "./Tables.js"
+import { TaskQueries } from "./TaskQueries.js"
+
+/** Fields a quota keeps out of enrichment: its rule names its period and it has no date. */
+const QUOTA_KEEPS: ReadonlySet<EnrichedField> = new Set(["due_at", "rrule", "recurrence_mode"])
+
+const weekday = (date: Date, zone: string) => new Intl.DateTimeFormat("en-US", { weekday: "long", timeZone: zone }).format(date)
+
+/**
+ * One enrichment request: asks the model about the raw title, then applies what is valid
+ * as one undoable `enrich` step. Outcome for the worker: applied, or the provider's failure.
+ */
+export class Enrichment extends Effect.Service<Enrichment>()("steady/Enrichment", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const gateway = yield* AiGateway
+    const queue = yield* EnrichmentQueue
+    const mutations = yield* Mutations
+    const queries = yield* TaskQueries
+    const tuning = (yield* AppConfig).aiTuning
+
+    const ownerOf = (userId: number) =>
+      Effect.map(
+        sql<{ id: number; username: string; timezone: string; context: string | null }>`
+          SELECT id, username, timezone, preferences->>'ai_context' AS context FROM users WHERE id = ${userId}`,
+        (rows) => rows[0]
+      ).pipe(Effect.orDie)
+
+    const projectsOf = (userId: number) =>
+      sql<{ id: number; name: string }>`SELECT id, name FROM projects WHERE owner_id = ${userId} ORDER BY sort_order, name, id LIMIT 200`
+        .pipe(Effect.orDie)
+
+    /** Asks the model; fails with the provider's failure (the worker retries). */
+    const ask = (claimed: ClaimedEnrichment) =>
+      Effect.gen(function*() {
+        const owner = yield* ownerOf(claimed.user_id)
+        if (owner === undefined) return undefined
+        const projects = yield* projectsOf(owner.id)
+        const now = yield* clockNow
+        const prompt = fill(gateway.promptText("enrichment"), {
+          zone: owner.timezone,
+          local_now: localNow(now, owner.timezone),
+          weekday: weekday(now, owner.timezone),
+          projects: projects.length === 0 ? "(none)" : projects.map((p) => p.name).join(", "),
+          ai_context: Array.from((owner.context ?? "").trim()).slice(0, 1000).join("") || "(nothing given)",
+          title: claimed.source_title
+        })
+        const answer = yield* gateway.object(
+          "enrichment",
+          owner.id,
+          prompt,
+          EnrichmentAnswer,
+          "task_enrichment",
+          tuning.enrichmentTimeout
+        )
+        return { owner, projects, answer }
+      })
+
+    /**
+     * Applies the answer in one transaction: fields the user changed since the request are
+     * kept, each remaining field is tried with the API's own rules and dropped alone if
+     * refused, the rest is one undo step with a task.updated event.
+     */
+    const apply = (claimed: ClaimedEnrichment, asked: NonNullable<Effect.Effect.Success<ReturnType<typeof ask>>>) =>
+      mutations.run({ user: userFromRow(asked.owner), action: "enrich" }, (tx) =>
+        Effect.gen(function*() {
+          // Task row first, then the queue row: the order create and reprocess lock them in.
+          const current = yield* tx.lock(TasksTable, claimed.task_id)
+          if (!(yield* queue.stillCurrent(claimed))) return { applied: [] as ReadonlyArray<string>, dropped: {} }
+          if (current === undefined || current.deleted_at !== null) {
+            yield* queue.finish(claimed, "done", current === undefined ? "task gone" : "task in the trash", tx.now)
+            return { applied: [], dropped: {} }
+          }
+          const plan = planEnrichment(asked.answer, { zone: asked.owner.timezone, projects: asked.projects })
+          const dropped: Record<string, string> = { ...plan.dropped }
+          const quota = isQuota({ progress_target: Number(current.progress_target), is_tracked: Boolean(current.is_tracked) })
+          let accepted: Record<string, unknown> = {}
+          for (const field of ENRICHED_FIELDS) {
+            if (!(field in plan.patch)) continue
+            if (userChanged(claimed.baseline, current, field)) {
+              dropped[field] = "changed by the user"
+              continue
+            }
+            if (quota && QUOTA_KEEPS.has(field)) {
+              dropped[field] = "not set on a quota"
+              continue
+            }
+            const trial = { ...accepted, [field]: plan.patch[field] }
+            const checked = patchTaskRow(current, trial as TaskPatch, { now: tx.now, zone: asked.owner.timezone })
+            if (Either.isRight(checked)) accepted = trial
+            else dropped[field] = checked.left.message
+          }
+          const writes = Either.getOrThrow(patchTaskRow(current, accepted as TaskPatch, { now: tx.now, zone: asked.owner.timezone }))
+          const fields = visibleFields(yield* tx.update(TasksTable, claimed.task_id, writes))
+          // Bookkeeping outside the undo entry: undoing the edit does not make it pending again.
+          yield* queue.finish(claimed, "done", null, tx.now)
+          const task = yield* queries.wire(claimed.task_id)
+          if (fields.length > 0) {
+            tx.emit({
+              event: "task.updated",
+              taskId: claimed.task_id,
+              data: { task: task as JsonValue, fields_changed: [...fields] }
+            })
+          }
+          tx.describe(`Enriched '${String(task.title)}' (${fields.length === 0 ? "no changes" : fields.join(", ")})`)
+          return { applied: fields, dropped }
+        }))
+
+    /** Runs one claimed request to its outcome; `AiFailure` when the model could not answer. */
+    const run = (claimed: ClaimedEnrichment) =>
+      Effect.gen(function*() {
+        const asked = yield* ask(claimed)
+        if (asked === undefined) {
+          yield* queue.finish(claimed, "failed", "owner gone", yield* clockNow)
+          return
+        }
+        const outcome = yield* apply(claimed, asked)
+        if (Object.keys(outcome.dropped).length > 0) {
+          yield* Effect.logDebug(`Enrichment of task ${claimed.task_id} dropped fields`, outcome.dropped)
+        }
+      }).pipe(Effect.withSpan("Enrichment.run", { attributes: { task: claimed.task_id } }))
+
+    return { run } as const
+  })
+}) {}

@@ -1,0 +1,145 @@
+import * as SqlClient from "@effect/sql/SqlClient"
+import { Clock, Duration, Effect, Queue, Ref } from "effect"
+import { baselineOf } from "../domain/AiEnrichment.js"
+import type { Row } from "../domain/Json.js"
+import { afterCommit } from "./AfterCommit.js"
+import { AppConfig } from "./AppConfig.js"
+import { recordChanges, taskEntry } from "./ChangeLog.js"
+import { ChangeWakeup } from "./ChangeWakeup.js"
+
+export interface ClaimedEnrichment {
+  readonly task_id: number
+  readonly user_id: number
+  readonly attempts: number
+  readonly source_title: string
+  readonly baseline: Row
+  /** The request this claim is for: a reprocess while it runs starts a new one. */
+  readonly requested_at: string
+}
+
+/**
+ * The durable enrichment queue (issue 11): one row per task, written in the same
+ * transaction as the task, claimed under a lease with FOR UPDATE SKIP LOCKED so two
+ * instances never enrich one task at once. The task row carries `enrichment_status`.
+ */
+export class EnrichmentQueue extends Effect.Service<EnrichmentQueue>()("steady/EnrichmentQueue", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const config = yield* AppConfig
+    const changeWakeup = yield* ChangeWakeup
+    const enabled = config.aiProvider !== "off"
+    const tuning = config.aiTuning
+    /** Longer than one attempt can take, so no other instance takes a claim in flight. */
+    const lease = Duration.sum(tuning.enrichmentTimeout, Duration.seconds(30))
+    const wakeups = yield* Queue.sliding<void>(1)
+    /** When this instance last queued a request: the worker holds back while creates stream in. */
+    const lastQueued = yield* Ref.make(0)
+
+    const queueValues = (task: Row, sourceTitle: string, at: string) =>
+      sql`(task_id, user_id, state, attempts, next_attempt_at, source_title, baseline, created_at, updated_at)
+        VALUES (${Number(task.id)}, ${Number(task.user_id)}, 'pending', 0, ${at}::timestamptz, ${sourceTitle},
+                ${JSON.stringify(baselineOf(task))}::jsonb, ${at}::timestamptz, ${at}::timestamptz)`
+
+    const noteQueued = Effect.flatMap(Clock.currentTimeMillis, (now) => Ref.set(lastQueued, now))
+
+    /**
+     * The queue row of a task just inserted pending, as a statement for the caller to send
+     * together with its next one (see `TaskQueries.wireAfter`): a create that enriches costs
+     * no round trip more than one that does not. The baseline is the task as it is now: fields
+     * that differ from it when the answer arrives were edited by the user and are kept.
+     */
+    const createdRow = (task: Row, sourceTitle: string, now: Date) =>
+      sql`INSERT INTO ai_enrichment_queue ${queueValues(task, sourceTitle, now.toISOString())}`
+
+    /** Re-queues enrichment of an existing `task` from `sourceTitle`, inside the caller's transaction. */
+    const requeue = (task: Row, sourceTitle: string, now: Date) =>
+      sql`
+        WITH queued AS (
+          INSERT INTO ai_enrichment_queue ${queueValues(task, sourceTitle, now.toISOString())}
+          ON CONFLICT (task_id) DO UPDATE SET state = 'pending', attempts = 0, next_attempt_at = EXCLUDED.next_attempt_at,
+            lease_until = NULL, source_title = EXCLUDED.source_title, baseline = EXCLUDED.baseline, last_error = NULL,
+            updated_at = EXCLUDED.updated_at
+          RETURNING task_id
+        )
+        UPDATE tasks SET enrichment_status = 'pending' WHERE id IN (SELECT task_id FROM queued)`.pipe(
+        Effect.zipRight(noteQueued),
+        Effect.orDie
+      )
+
+    const claim = (limit: number, now: Date) => {
+      const at = now.toISOString()
+      const until = new Date(now.getTime() + Duration.toMillis(lease)).toISOString()
+      return sql<ClaimedEnrichment>`
+        UPDATE ai_enrichment_queue q SET lease_until = ${until}::timestamptz
+        FROM (
+          SELECT task_id FROM ai_enrichment_queue
+          WHERE state = 'pending' AND next_attempt_at <= ${at}::timestamptz
+            AND (lease_until IS NULL OR lease_until <= ${at}::timestamptz)
+          ORDER BY next_attempt_at, task_id LIMIT ${limit}
+          FOR UPDATE SKIP LOCKED
+        ) due
+        WHERE q.task_id = due.task_id
+        RETURNING q.task_id, q.user_id, q.attempts, q.source_title, q.baseline, steady_iso(q.updated_at) AS requested_at`.pipe(
+        Effect.orDie
+      )
+    }
+
+    /** Still the request that was claimed (not re-queued by a reprocess meanwhile)? Locks it. */
+    const stillCurrent = (claimed: ClaimedEnrichment) =>
+      Effect.map(
+        sql<{ ok: boolean }>`SELECT true AS ok FROM ai_enrichment_queue
+          WHERE task_id = ${claimed.task_id} AND state = 'pending' AND steady_iso(updated_at) = ${claimed.requested_at}
+          FOR UPDATE`,
+        (rows) => rows.length > 0
+      ).pipe(Effect.orDie)
+
+    /** Ends a request: done or failed, on the queue row and the task. */
+    const finish = (claimed: ClaimedEnrichment, state: "done" | "failed", error: string | null, now: Date) =>
+      // The task row is locked first, in the order create and reprocess take the two rows.
+      sql`SELECT id FROM tasks WHERE id = ${claimed.task_id} FOR UPDATE`.pipe(Effect.zipRight(sql<{ id: number }>`
+        WITH ended AS (
+          UPDATE ai_enrichment_queue SET state = ${state}, attempts = attempts + 1, lease_until = NULL,
+            last_error = ${error}, updated_at = ${now.toISOString()}::timestamptz
+          WHERE task_id = ${claimed.task_id} AND steady_iso(updated_at) = ${claimed.requested_at}
+          RETURNING task_id
+        )
+        UPDATE tasks SET enrichment_status = ${state} WHERE id IN (SELECT task_id FROM ended) RETURNING id`),
+        // This write bypasses the mutation pipeline, so it reports to the change feed itself.
+        Effect.tap((rows) => recordChanges(sql, now, rows.map((row) => taskEntry(row.id)))),
+        sql.withTransaction,
+        Effect.tap((rows) => (rows.length > 0 ? changeWakeup.wake : Effect.void)),
+        Effect.orDie,
+        Effect.asVoid)
+
+    /** A failed attempt with attempts left: the next one waits `delay`. */
+    const retryLater = (claimed: ClaimedEnrichment, delay: Duration.Duration, error: string, now: Date) =>
+      sql`UPDATE ai_enrichment_queue SET attempts = attempts + 1, lease_until = NULL, last_error = ${error},
+          next_attempt_at = ${new Date(now.getTime() + Duration.toMillis(delay)).toISOString()}::timestamptz
+        WHERE task_id = ${claimed.task_id} AND steady_iso(updated_at) = ${claimed.requested_at}`.pipe(Effect.orDie, Effect.asVoid)
+
+    /** Gives a claim back at once (this instance is stopping), instead of when its lease runs out. */
+    const release = (claimed: ClaimedEnrichment) =>
+      sql`UPDATE ai_enrichment_queue SET lease_until = NULL
+        WHERE task_id = ${claimed.task_id} AND state = 'pending'`.pipe(Effect.orDie, Effect.asVoid)
+
+    /** Whether a request was queued here within `window` (a burst of creates is going on). */
+    const busy = (window: Duration.Duration) =>
+      Effect.zipWith(Ref.get(lastQueued), Clock.currentTimeMillis, (last, now) => now - last < Duration.toMillis(window))
+
+    return {
+      enabled,
+      busy,
+      release,
+      createdRow,
+      noteQueued,
+      requeue,
+      claim,
+      stillCurrent,
+      finish,
+      retryLater,
+      /** After a commit that queued work: the worker looks now, not at its next poll. */
+      wake: afterCommit(Queue.offer(wakeups, undefined).pipe(Effect.asVoid)),
+      wait: (timeout: Duration.DurationInput) => Queue.take(wakeups).pipe(Effect.timeoutOption(timeout), Effect.asVoid)
+    } as const
+  })
+}) {}

@@ -1,0 +1,312 @@
+import * as SqlClient from "@effect/sql/SqlClient"
+import { Effect } from "effect"
+import Pg from "pg"
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import { afterCommit, holdingAfterCommit } from "../src/services/AfterCommit.js"
+import { Idempotency } from "../src/services/Idempotency.js"
+import { databaseKind } from "./support/database.js"
+import { freezeServiceClock, type FrozenClock } from "./support/frozen-clock.js"
+import { type Receiver, sleep, startReceiver } from "./support/receiver.js"
+import { dailyStats, query, undoEntries } from "./support/rows.js"
+import { type Response, startService, type TestService, type TestUser } from "./support/service.js"
+import { createTask } from "./support/tasks.js"
+import { createWebhook, deliveryRows } from "./support/webhooks.js"
+
+/*
+ * Idempotency-Key on writes (issue 14 §1, IETF httpapi idempotency-key draft), through HTTP:
+ * a retry replays the first answer and changes nothing; a reused key on another request is
+ * a 422; a key still running is a 409; error answers are not kept; records live 24 hours.
+ */
+
+const REPLAYED = "idempotent-replayed"
+
+describe("Idempotency-Key (issue 14)", () => {
+  let service: TestService
+  let receiver: Receiver
+  let counter = 0
+  let clock: FrozenClock | undefined
+  const freshUser = () => service.user(`idem${++counter}`)
+  let keyCounter = 0
+  const freshKey = () => `key-${Date.now().toString(36)}-${++keyCounter}`
+
+  const send = (user: TestUser, method: string, path: string, key: string, body?: unknown) =>
+    user.api.request(method, path, body, { "idempotency-key": key })
+
+  /** The first answer and its retry: same status, same body bytes, the retry marked as replayed. */
+  const sendTwice = async (user: TestUser, method: string, path: string, body?: unknown) => {
+    const key = freshKey()
+    const first = await send(user, method, path, key, body)
+    const retry = await send(user, method, path, key, body)
+    expect(first.status, first.text).toBeLessThan(300)
+    expect(first.headers.get(REPLAYED)).toBeNull()
+    expect(retry.status).toBe(first.status)
+    expect(retry.text).toBe(first.text)
+    expect(retry.headers.get(REPLAYED)).toBe("true")
+    expect(retry.headers.get("content-type")).toBe(first.headers.get("content-type"))
+    return { key, first, retry }
+  }
+
+  const tasksTitled = async (user: TestUser, title: string) =>
+    (await query<{ id: number }>(service, (sql) =>
+      sql`SELECT id FROM tasks WHERE user_id = ${user.id} AND title = ${title} ORDER BY id`)).map((r) => r.id)
+
+  const records = async (user: TestUser) =>
+    (await query<{ key: string; status: number }>(service, (sql) =>
+      sql`SELECT key, status FROM idempotency_keys WHERE user_id = ${user.id} ORDER BY key`))
+
+  const completions = async (user: TestUser) => (await dailyStats(service, user.id)).reduce((n, d) => n + d.completions, 0)
+
+  beforeAll(async () => {
+    service = await startService({ webhookAllowPrivate: true, webhookDispatch: true })
+    receiver = await startReceiver()
+  })
+  afterEach(() => {
+    clock?.restore()
+    clock = undefined
+  })
+  afterAll(async () => {
+    await service?.stop()
+    await receiver?.close()
+  })
+
+  it("a retried create makes one task, one undo entry and one record", async () => {
+    const user = await freshUser()
+    const { first, key } = await sendTwice(user, "POST", "/api/tasks", { title: "Buy milk" })
+    expect(first.status).toBe(201)
+    expect(first.body.data.title).toBe("Buy milk")
+    expect(await tasksTitled(user, "Buy milk")).toEqual([first.body.data.id])
+    expect((await undoEntries(service, user.id)).map((e) => e.action)).toEqual(["create"])
+    expect((await dailyStats(service, user.id)).reduce((n, d) => n + d.tasks_created, 0)).toBe(1)
+    expect(await records(user)).toEqual([{ key, status: 201 }])
+  })
+
+  it("the kept answer and the key survive quotes, backslashes and non-ASCII text exactly", async () => {
+    const user = await freshUser()
+    const title = "O'Brien's \\ \"quoted\" E'x' $$dollar$$ Café ☕ \u{1F600}\nsecond line"
+    const key = "it's a \\ key; 'E'"
+    const first = await send(user, "POST", "/api/tasks", key, { title })
+    const retry = await send(user, "POST", "/api/tasks", key, { title })
+    expect(first.status).toBe(201)
+    expect(first.body.data.title).toBe(title)
+    expect(retry.headers.get(REPLAYED)).toBe("true")
+    expect(retry.text).toBe(first.text)
+    expect(await records(user)).toEqual([{ key, status: 201 }])
+  })
+
+  it("a retried done completes once", async () => {
+    const user = await freshUser()
+    const task = await createTask(user.api, { title: "Water plants", due_at: "2026-03-10T09:00:00Z", rrule: "FREQ=DAILY" })
+    const { first } = await sendTwice(user, "POST", `/api/tasks/${task.id}/done`)
+    expect(first.status).toBe(200)
+    const now = (await user.api.get(`/api/tasks/${task.id}`)).body.data
+    // A recurring task would advance again on a second done: it advanced once.
+    expect(now).toMatchObject({ completion_count: 1, due_at: "2026-03-11T09:00:00.000Z" })
+    expect(await completions(user)).toBe(1)
+    expect((await undoEntries(service, user.id)).map((e) => e.action)).toEqual(["create", "done"])
+  })
+
+  it("a retried bulk done completes once and replays the bare counts", async () => {
+    const user = await freshUser()
+    const a = await createTask(user.api, { title: "A" })
+    const b = await createTask(user.api, { title: "B" })
+    const { first } = await sendTwice(user, "POST", "/api/tasks/bulk/done", { ids: [a.id, b.id] })
+    expect(first.body).toMatchObject({ tasks_affected: 2 })
+    expect(await completions(user)).toBe(2)
+    expect((await undoEntries(service, user.id)).map((e) => e.action)).toEqual(["create", "create", "bulk_done"])
+  })
+
+  it("a retried undo takes back one step", async () => {
+    const user = await freshUser()
+    const first = await createTask(user.api, { title: "First" })
+    const second = await createTask(user.api, { title: "Second" })
+    const { first: answer } = await sendTwice(user, "POST", "/api/undo")
+    expect(answer.body.data).toMatchObject({ undone_action: "create", undoable_count: 1, redoable_count: 1 })
+    // Only the second create was undone (to the trash); a second undo would have taken the first too.
+    const inTrash = async (id: number) => (await user.api.get(`/api/tasks/${id}`)).body.data.deleted_at !== null
+    expect([await inTrash(first.id), await inTrash(second.id)]).toEqual([false, true])
+    expect((await undoEntries(service, user.id)).map((e) => e.undone)).toEqual([false, true])
+  })
+
+  it("a retried write that emits an event makes one webhook delivery", async () => {
+    const user = await freshUser()
+    const hook = await createWebhook(user.api, receiver.url(`/idem${counter}`), ["task.created"])
+    const { first } = await sendTwice(user, "POST", "/api/tasks", { title: "Hooked" })
+    const arrived = await receiver.waitFor(1, 15_000, (r) => r.path === `/idem${counter}`)
+    expect(arrived[0]!.body).toMatchObject({ event: "task.created", data: { task: { id: first.body.data.id } } })
+    // Nothing else follows: one delivery row, one request at the receiver.
+    await sleep(1_500)
+    expect((await deliveryRows(service, hook.id)).map((d) => d.event)).toEqual(["task.created"])
+    expect(receiver.received.filter((r) => r.path === `/idem${counter}`)).toHaveLength(1)
+  })
+
+  it("concurrent duplicates: one runs, the others get 409 or the replay, and one task exists", async () => {
+    const user = await freshUser()
+    const key = freshKey()
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, () => send(user, "POST", "/api/tasks", key, { title: "Raced" }))
+    )
+    const ran = answers.filter((a) => a.status === 201 && a.headers.get(REPLAYED) === null)
+    expect(ran).toHaveLength(1)
+    for (const a of answers) {
+      if (a === ran[0]) continue
+      if (a.status === 409) expect(a.body).toMatchObject({ code: "CONFLICT", details: {} })
+      else {
+        expect(a.status).toBe(201)
+        expect(a.headers.get(REPLAYED)).toBe("true")
+        expect(a.text).toBe(ran[0]!.text)
+      }
+    }
+    expect(await tasksTitled(user, "Raced")).toEqual([ran[0]!.body.data.id])
+    // After the first has finished, a retry is always the replay.
+    const late = await send(user, "POST", "/api/tasks", key, { title: "Raced" })
+    expect(late.status).toBe(201)
+    expect(late.text).toBe(ran[0]!.text)
+  })
+
+  it.skipIf(databaseKind() === "embedded")(
+    "a key another instance is running (its advisory lock held) is a 409, and nothing is written",
+    async () => {
+      const user = await freshUser()
+      const key = freshKey()
+      // Stands in for another instance on the same PostgreSQL, mid-way through this key.
+      const other = new Pg.Client({ connectionString: service.database.url })
+      await other.connect()
+      try {
+        await other.query("BEGIN")
+        await other.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [`${user.id}:${key}`])
+        const busy = await send(user, "POST", "/api/tasks", key, { title: "Elsewhere" })
+        expect(busy.status).toBe(409)
+        expect(busy.body).toMatchObject({ code: "CONFLICT", details: {} })
+        await other.query("ROLLBACK")
+      } finally {
+        await other.end()
+      }
+      expect(await tasksTitled(user, "Elsewhere")).toEqual([])
+      expect(await records(user)).toEqual([])
+      // The other instance gave up: the key runs here now.
+      expect((await send(user, "POST", "/api/tasks", key, { title: "Elsewhere" })).status).toBe(201)
+    }
+  )
+
+  it("the same key on another body, path or method is a 422 and changes nothing", async () => {
+    const user = await freshUser()
+    const { key, first } = await sendTwice(user, "POST", "/api/tasks", { title: "Original" })
+    const expect422 = (res: Response) => {
+      expect(res.status, res.text).toBe(422)
+      expect(res.body).toEqual({ error: expect.any(String), code: "IDEMPOTENCY_KEY_REUSED", details: {} })
+      expect(res.headers.get(REPLAYED)).toBeNull()
+    }
+    expect422(await send(user, "POST", "/api/tasks", key, { title: "Different" }))
+    expect422(await send(user, "POST", "/api/tasks?x=1", key, { title: "Original" }))
+    expect422(await send(user, "POST", "/api/projects", key, { name: "Elsewhere" }))
+    expect422(await send(user, "DELETE", `/api/tasks/${first.body.data.id}`, key))
+    expect(await tasksTitled(user, "Different")).toEqual([])
+    expect(await tasksTitled(user, "Original")).toEqual([first.body.data.id])
+    expect((await user.api.get(`/api/tasks/${first.body.data.id}`)).body.data.deleted_at).toBeNull()
+    expect((await user.api.get("/api/projects")).body.data.projects.map((p: { name: string }) => p.name)).not.toContain("Elsewhere")
+  })
+
+  it("a method no route serves is the router's 405 (or 404), even with a key already used", async () => {
+    const user = await freshUser()
+    const { key, first } = await sendTwice(user, "POST", "/api/tasks", { title: "Keyed" })
+    const patchDone = await send(user, "PATCH", `/api/tasks/${first.body.data.id}/done`, key, {})
+    expect(patchDone.status, patchDone.text).toBe(405)
+    expect(patchDone.headers.get("allow")).toContain("POST")
+    expect((await send(user, "DELETE", "/api/nowhere", key)).status).toBe(404)
+  })
+
+  it("an error answer is not kept: the key stays free", async () => {
+    const user = await freshUser()
+    const key = freshKey()
+    const bad = await send(user, "POST", "/api/tasks", key, { title: 42 })
+    expect(bad.status).toBe(400)
+    const again = await send(user, "POST", "/api/tasks", key, { title: 42 })
+    expect(again.status).toBe(400)
+    expect(again.headers.get(REPLAYED)).toBeNull()
+    const missing = await send(user, "POST", "/api/tasks/2147480000/done", key)
+    expect(missing.status).toBe(404)
+    expect(await records(user)).toEqual([])
+    // Free for a different request now: it runs, no 422.
+    const good = await send(user, "POST", "/api/tasks", key, { title: "After errors" })
+    expect(good.status).toBe(201)
+    expect(good.headers.get(REPLAYED)).toBeNull()
+    expect(await records(user)).toEqual([{ key, status: 201 }])
+  })
+
+  it("another user's same key is independent", async () => {
+    const alice = await freshUser()
+    const bob = await freshUser()
+    const key = freshKey()
+    const a = await send(alice, "POST", "/api/tasks", key, { title: "Shared key" })
+    const b = await send(bob, "POST", "/api/tasks", key, { title: "Shared key" })
+    expect([a.status, b.status]).toEqual([201, 201])
+    expect(b.headers.get(REPLAYED)).toBeNull()
+    expect(b.body.data.user_id).toBe(bob.id)
+    expect(await tasksTitled(alice, "Shared key")).toEqual([a.body.data.id])
+    expect(await tasksTitled(bob, "Shared key")).toEqual([b.body.data.id])
+    // And a body Bob's key never saw is no 422 for Alice's.
+    const other = await send(bob, "POST", "/api/tasks", freshKey(), { title: "Other" })
+    expect(other.status).toBe(201)
+  })
+
+  it("records expire after 24 hours of service time, and the purge drops them", async () => {
+    const user = await freshUser()
+    clock = freezeServiceClock(service)
+    const { key, first } = await sendTwice(user, "POST", "/api/tasks", { title: "Daily chore" })
+    clock.advance(24 * 3_600_000 - 60_000)
+    const stillKept = await send(user, "POST", "/api/tasks", key, { title: "Daily chore" })
+    expect(stillKept.headers.get(REPLAYED)).toBe("true")
+    expect(stillKept.text).toBe(first.text)
+    expect(await service.run(Effect.flatMap(Idempotency, (i) => i.purge))).toBe(0)
+    clock.advance(60_000)
+    // Exactly 24 hours on: the record is gone, so the same request runs again.
+    const runsAgain = await send(user, "POST", "/api/tasks", key, { title: "Daily chore" })
+    expect(runsAgain.status).toBe(201)
+    expect(runsAgain.headers.get(REPLAYED)).toBeNull()
+    expect((await tasksTitled(user, "Daily chore")).length).toBe(2)
+    clock.advance(24 * 3_600_000)
+    expect(await service.run(Effect.flatMap(Idempotency, (i) => i.purge))).toBeGreaterThanOrEqual(1)
+    expect(await records(user)).toEqual([])
+  })
+
+  it("a malformed key is a 400; a quoted key (Structured Field string) is the same key", async () => {
+    const user = await freshUser()
+    for (const key of ["", "x".repeat(256), "tab\there", "\"unterminated\\\""]) {
+      const res = await send(user, "POST", "/api/tasks", key, { title: "Bad key" })
+      expect(res.status, JSON.stringify(key)).toBe(400)
+      expect(res.body).toMatchObject({ code: "VALIDATION_ERROR", details: { "Idempotency-Key": expect.any(String) } })
+    }
+    expect(await tasksTitled(user, "Bad key")).toEqual([])
+    const longest = "k".repeat(255)
+    expect((await send(user, "POST", "/api/tasks", longest, { title: "Long key" })).status).toBe(201)
+    const bare = await send(user, "POST", "/api/tasks", "abc-123", { title: "Quoted" })
+    const quoted = await send(user, "POST", "/api/tasks", "\"abc-123\"", { title: "Quoted" })
+    expect(quoted.headers.get(REPLAYED)).toBe("true")
+    expect(quoted.text).toBe(bare.text)
+  })
+
+  it("reads ignore the header, and a keyed request without credentials is a plain 401", async () => {
+    const user = await freshUser()
+    const list = await user.api.request("GET", "/api/tasks", undefined, { "idempotency-key": "read" })
+    expect(list.status).toBe(200)
+    expect(list.headers.get(REPLAYED)).toBeNull()
+    const anonymous = await service.anonymous.request("POST", "/api/tasks", { title: "x" }, { "idempotency-key": "anon" })
+    expect(anonymous.status).toBe(401)
+    expect(anonymous.body).toMatchObject({ code: "UNAUTHORIZED" })
+  })
+
+  it("work held for after the commit runs after it, and never after a rollback", async () => {
+    const seen: Array<string> = []
+    const probe = (label: string) =>
+      Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        holdingAfterCommit(sql.withTransaction(Effect.gen(function*() {
+          yield* sql.withTransaction(afterCommit(Effect.sync(() => seen.push(label))))
+          // Still inside the outer transaction: nothing ran yet.
+          seen.push(`${label}: inside`)
+          if (label === "rolled back") return yield* Effect.fail("no")
+        }))))
+    await service.run(probe("committed"))
+    await service.run(Effect.ignore(probe("rolled back")))
+    expect(seen).toEqual(["committed: inside", "committed", "rolled back: inside"])
+  })
+})
