@@ -4,6 +4,8 @@ import { rollForwardMissedReminders } from "../src/scheduler/ReminderRollForward
 import { ChangePage } from "../src/http/ChangesApi.js"
 import { Data } from "../src/http/Envelope.js"
 import { ChangeFeed } from "../src/services/ChangeFeed.js"
+import Pg from "pg"
+import { databaseKind, serverUrl } from "./support/database.js"
 import { query } from "./support/rows.js"
 import { startService, type TestService, type TestUser } from "./support/service.js"
 import { createTask, inboxOf } from "./support/tasks.js"
@@ -181,4 +183,24 @@ describe("change feed: GET /api/changes", () => {
     }
     expect((await alice.api.get(`/api/changes?since=${kept}`)).status).toBe(200)
   })
+
+  it.runIf(databaseKind() === "postgres")(
+    "a long transaction in another database on the same server does not hold the feed back",
+    async () => {
+      // Another application's (or a report's) transaction, holding a transaction id.
+      const other = new Pg.Client({ connectionString: serverUrl() })
+      await other.connect()
+      try {
+        await other.query("BEGIN")
+        await other.query("SELECT pg_current_xact_id()")
+        const start = await head(alice)
+        const task = await createTask(alice.api, { title: "Written while another database is busy" })
+        const { changes } = await drain(alice, start)
+        expect(changes.map((c) => [c.kind, c.id, c.op])).toEqual([["task", task.id, "upsert"]])
+      } finally {
+        await other.query("ROLLBACK").catch(() => undefined)
+        await other.end()
+      }
+    }
+  )
 })

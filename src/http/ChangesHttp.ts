@@ -45,7 +45,7 @@ export const ChangesHttpLive = HttpApiBuilder.group(Api, "changes", (handlers) =
       .handle("list", ({ urlParams }) =>
         Effect.gen(function*() {
           const user = yield* CurrentUser
-          const b = yield* feed.bound
+          const b = yield* feed.settledBound
           // Without a cursor: everything still kept, so a new client can page through it.
           const from = yield* startOf("since", urlParams.since, b, b.horizon)
           if (from === undefined) return expired(b)

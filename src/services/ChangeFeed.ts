@@ -1,6 +1,6 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { Fragment } from "@effect/sql/Statement"
-import { Effect } from "effect"
+import { Duration, Effect } from "effect"
 import { compare, encodeCursor, max, type Position, positionOf } from "../domain/ChangeCursor.js"
 import { now as clockNow } from "./ServiceClock.js"
 import { projectJson } from "./WireSql.js"
@@ -9,6 +9,10 @@ import { projectJson } from "./WireSql.js"
 export const CHANGE_RETENTION_DAYS = 30
 /** ...and never more than this many rows are kept, whatever their age. */
 export const CHANGE_RETENTION_ROWS = 1_000_000
+
+/** How long a read waits for writes in flight to end: 25 × 10 ms. */
+const SETTLE_TRIES = 25
+const SETTLE_SPACING = Duration.millis(10)
 
 /** One feed row with the object as it is now, and who can see the object now. */
 export interface FeedRow {
@@ -28,7 +32,7 @@ export interface FeedRow {
 
 /** Where reading may stop, read before the rows (see migration 0010). */
 export interface Bound {
-  /** Every transaction below this id has ended: rows below it are final. */
+  /** Every transaction of this database below this id has ended: rows below it are final. */
   readonly xmin: bigint
   /** The oldest position still answered; a cursor before it missed purged rows. */
   readonly horizon: Position
@@ -66,7 +70,7 @@ export class ChangeFeed extends Effect.Service<ChangeFeed>()("steady/ChangeFeed"
     const bound = sql<{ xmin: string; xid: string; id: string; held_back: boolean }>`
       SELECT x.xmin::text, h.xid::text, h.id::text,
         EXISTS (SELECT 1 FROM changes c WHERE c.xid >= x.xmin) AS held_back
-      FROM (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin) x, change_feed_horizon h`.pipe(
+      FROM (SELECT steady_feed_final_below() AS xmin) x, change_feed_horizon h`.pipe(
       Effect.map(([row]): Bound => ({
         xmin: BigInt(row!.xmin),
         horizon: positionOf(row!.xid, row!.id),
@@ -75,6 +79,19 @@ export class ChangeFeed extends Effect.Service<ChangeFeed>()("steady/ChangeFeed"
       Effect.orDie,
       Effect.withSpan("ChangeFeed.bound")
     )
+
+    /**
+     * The bound once rows already committed are no longer held back by a write still
+     * running, for a little while at most: a client that reads the feed right after its own
+     * write was acknowledged expects to see it, even while another request is mid-write.
+     */
+    const settledBound = Effect.gen(function*() {
+      for (let tries = 1;; tries++) {
+        const b = yield* bound
+        if (!b.heldBack || tries >= SETTLE_TRIES) return b
+        yield* Effect.sleep(SETTLE_SPACING)
+      }
+    })
 
     /**
      * The rows of `page` (a CTE of `changes` rows) with the object each names, as the
@@ -143,7 +160,7 @@ export class ChangeFeed extends Effect.Service<ChangeFeed>()("steady/ChangeFeed"
       const now = yield* clockNow
       const cutoff = new Date(now.getTime() - CHANGE_RETENTION_DAYS * 86_400_000).toISOString()
       const rows = yield* sql<{ purged: number }>`
-        WITH final AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin),
+        WITH final AS (SELECT steady_feed_final_below() AS xmin),
         edge AS (
           SELECT xid, id FROM (
             (SELECT c.xid, c.id FROM changes c, final WHERE c.at < ${cutoff}::timestamptz AND c.xid < final.xmin
@@ -162,7 +179,7 @@ export class ChangeFeed extends Effect.Service<ChangeFeed>()("steady/ChangeFeed"
       return rows[0]?.purged ?? 0
     }).pipe(Effect.orDie, Effect.withSpan("ChangeFeed.purge"))
 
-    return { bound, page, all, purge } as const
+    return { bound, settledBound, page, all, purge } as const
   })
 }) {}
 
