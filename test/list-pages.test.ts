@@ -80,7 +80,7 @@ describe("completions and trash are paged", () => {
 
   it("the default page is 200 rows", async () => {
     // Ten at a time: 205 at once would queue past the pool's 3 s wait on a slow machine (a 503).
-    const many: Array<{ id: number }> = []
+    const many: Array<Record<string, any>> = []
     for (let start = 0; start < 205; start += 10) {
       const batch = Array.from({ length: Math.min(10, 205 - start) }, (_, i) => start + i)
       many.push(...await Promise.all(batch.map((i) => createTask(user.api, { title: `bulk ${i}` }))))
