@@ -1,4 +1,4 @@
-import { Duration, Effect } from "effect"
+import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { outboxMark, purgeOutboxEvents, purgeWebhookLogs } from "../src/scheduler/Purges.js"
 import { DatabaseMaintenance } from "../src/services/DatabaseMaintenance.js"
@@ -25,9 +25,9 @@ describe("log retention", () => {
   let service: TestService
 
   beforeAll(async () => {
-    // No dispatcher: deliveries stay as the test sets them; no background compaction either,
-    // so the counts below are the purges' own.
-    service = await startService({ webhookDispatch: false, compactionInterval: Duration.days(1) })
+    // No dispatcher: deliveries stay as the test sets them; no background compaction either
+    // (the test services' default), so the counts below are the purges' own.
+    service = await startService({ webhookDispatch: false })
   })
   afterAll(async () => {
     await service?.stop()
