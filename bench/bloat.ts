@@ -82,16 +82,21 @@ const main = async () => {
   })
   const token = made.split("\n").map((l) => l.trim()).filter((l) => /^[0-9a-f]{32,}$/.test(l)).pop()
   if (token === undefined) throw new Error("no token from the CLI")
+  let server: Awaited<ReturnType<typeof start>>
   const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" }
   const send = async (method: string, path: string, body: unknown, base: string, expected: number) => {
-    const res = await fetch(base + path, { method, headers, body: JSON.stringify(body) })
+    const res = await fetch(base + path, { method, headers, body: JSON.stringify(body) }).catch((error) => {
+      // A refused or dropped connection: show why, with the service's last words.
+      const cause = error instanceof Error && error.cause !== undefined ? ` (${String(error.cause)})` : ""
+      throw new Error(`${method} ${path} failed: ${String(error)}${cause}\n${server.output().slice(-4000)}`)
+    })
     const text = await res.text()
     if (res.status !== expected) throw new Error(`${method} ${path} → ${res.status} ${text.slice(0, 200)}`)
     return text
   }
 
   log(`writing ${TASKS} tasks through POST /api/tasks (${root})`)
-  let server = await start(dataDir)
+  server = await start(dataDir)
   const ids: Array<number> = []
   const day = 86_400_000
   await pool(TASKS, async (i) => {
