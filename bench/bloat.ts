@@ -85,11 +85,15 @@ const main = async () => {
   let server: Awaited<ReturnType<typeof start>>
   const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" }
   const send = async (method: string, path: string, body: unknown, base: string, expected: number) => {
-    const res = await fetch(base + path, { method, headers, body: JSON.stringify(body) }).catch((error) => {
-      // A refused or dropped connection: show why, with the service's last words.
-      const cause = error instanceof Error && error.cause !== undefined ? ` (${String(error.cause)})` : ""
-      throw new Error(`${method} ${path} failed: ${String(error)}${cause}\n${server.output().slice(-4000)}`)
-    })
+    const attempt = (tries: number): Promise<Response> =>
+      fetch(base + path, { method, headers, body: JSON.stringify(body) }).catch((error) => {
+        const cause = error instanceof Error && error.cause !== undefined ? String(error.cause) : ""
+        // A kept-alive connection the service closed as the request went out (a loaded
+        // machine stretches the idle gap): the request never arrived, so it is sent again.
+        if (cause.includes("ECONNRESET") && tries < 3) return attempt(tries + 1)
+        throw new Error(`${method} ${path} failed: ${String(error)} (${cause})\n${server.output().slice(-4000)}`)
+      })
+    const res = await attempt(1)
     const text = await res.text()
     if (res.status !== expected) throw new Error(`${method} ${path} → ${res.status} ${text.slice(0, 200)}`)
     return text
