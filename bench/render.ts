@@ -6,7 +6,7 @@
  * ids:
  *   - before:  row_to_json over a declared row type in PL/pgSQL, a call per row (migration
  *              0008's steady_task_wire, recreated here under another name);
- *   - list:    steady_tasks_wire(ids), what the task lists now run;
+ *   - list:    steady_tasks_wire(rows), what the task lists and the trash now run;
  *   - inline:  the inlinable steady_task_wire_text in the caller's statement;
  *   - node:    typed columns (timestamps as epoch milliseconds) encoded in Node.
  * Every variant's text is checked to be the same bytes as `before` first.
@@ -107,9 +107,6 @@ const measure = async (database: Database) => {
       '2026-10-01T00:00:00.001Z'::timestamptz + g * interval '1 minute', now(), g % 5, g % 2
     FROM generate_series(1, 1000) g, projects p WHERE p.owner_id = $1 AND p.is_inbox`, [user.id])
   for (const statement of beforeDefinition()) await exec(statement)
-  await exec(`CREATE FUNCTION bench_tasks_wire_rows(rs tasks[]) RETURNS text LANGUAGE plpgsql STABLE AS $$ BEGIN
-    RETURN '[' || COALESCE((SELECT string_agg(steady_task_wire_text(t), ', ')
-      FROM unnest(rs) t), '') || ']'; END $$`)
   await exec("ANALYZE tasks")
 
   const page = (n: number) => `(SELECT * FROM tasks t WHERE t.user_id = ${user.id} ORDER BY t.id LIMIT ${n})`
@@ -118,9 +115,7 @@ const measure = async (database: Database) => {
     before: async (n: number) =>
       (await exec(`SELECT COALESCE(json_agg(bench_wire_before(p) ORDER BY p.id), '[]')::text AS body FROM ${page(n)} p`))[0]!.body,
     list: async (n: number) =>
-      (await exec(`SELECT steady_tasks_wire(COALESCE(array_agg(p.id ORDER BY p.id), '{}')) AS body FROM ${page(n)} p`))[0]!.body,
-    rows: async (n: number) =>
-      (await exec(`SELECT bench_tasks_wire_rows(COALESCE(array_agg(p.task ORDER BY p.id), '{}')) AS body
+      (await exec(`SELECT steady_tasks_wire(COALESCE(array_agg(p.task ORDER BY p.id), '{}')) AS body
         FROM (SELECT t AS task, t.id FROM tasks t WHERE t.user_id = ${user.id} ORDER BY t.id LIMIT ${n}) p`))[0]!.body,
     inline: async (n: number) =>
       (await exec(`SELECT '[' || COALESCE(string_agg(steady_task_wire_text(p), ', ' ORDER BY p.id), '') || ']' AS body FROM ${page(n)} p`))[0]!
@@ -149,7 +144,7 @@ const measure = async (database: Database) => {
     const base = median(times.base!)
     const perTask = (name: string) => ((median(times[name]!) - base) * 1000 / n).toFixed(1)
     lines.push(
-      `render ${database} ${n} tasks: µs/task before ${perTask("before")}, list ${perTask("list")}, rows ${perTask("rows")}, inline ${perTask("inline")}, ` +
+      `render ${database} ${n} tasks: µs/task before ${perTask("before")}, list ${perTask("list")}, inline ${perTask("inline")}, ` +
         `node ${perTask("node")} (page of ids ${base.toFixed(2)} ms)`
     )
   }
