@@ -82,16 +82,25 @@ const main = async () => {
   })
   const token = made.split("\n").map((l) => l.trim()).filter((l) => /^[0-9a-f]{32,}$/.test(l)).pop()
   if (token === undefined) throw new Error("no token from the CLI")
+  let server: Awaited<ReturnType<typeof start>>
   const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" }
   const send = async (method: string, path: string, body: unknown, base: string, expected: number) => {
-    const res = await fetch(base + path, { method, headers, body: JSON.stringify(body) })
+    const attempt = (tries: number): Promise<Response> =>
+      fetch(base + path, { method, headers, body: JSON.stringify(body) }).catch((error) => {
+        const cause = error instanceof Error && error.cause !== undefined ? String(error.cause) : ""
+        // A kept-alive connection the service closed as the request went out (a loaded
+        // machine stretches the idle gap): the request never arrived, so it is sent again.
+        if (cause.includes("ECONNRESET") && tries < 3) return attempt(tries + 1)
+        throw new Error(`${method} ${path} failed: ${String(error)} (${cause})\n${server.output().slice(-4000)}`)
+      })
+    const res = await attempt(1)
     const text = await res.text()
     if (res.status !== expected) throw new Error(`${method} ${path} → ${res.status} ${text.slice(0, 200)}`)
     return text
   }
 
   log(`writing ${TASKS} tasks through POST /api/tasks (${root})`)
-  let server = await start(dataDir)
+  server = await start(dataDir)
   const ids: Array<number> = []
   const day = 86_400_000
   await pool(TASKS, async (i) => {

@@ -1,7 +1,7 @@
 import { type Duration, Effect, Layer, Schedule } from "effect"
 import { AppConfig } from "../services/AppConfig.js"
 import { logFailure } from "../services/DatabaseFailures.js"
-import { DatabaseMaintenance } from "../services/DatabaseMaintenance.js"
+import { DatabaseMaintenance, WAL_CHECKPOINT_BYTES } from "../services/DatabaseMaintenance.js"
 
 /** The first pass at start (after migrations), then one per poll interval. */
 export const maintenanceSchedule = (poll: Duration.Duration) => Schedule.spaced(poll)
@@ -10,7 +10,8 @@ export const maintenanceSchedule = (poll: Duration.Duration) => Schedule.spaced(
  * Looks after the embedded database, which has no autovacuum: a first pass right after
  * migrations (new or never-analyzed tables), then one whenever a writer asks (bulk actions,
  * imports) or the poll comes round, each pass vacuuming and analyzing only the tables whose
- * changed or dead rows crossed the threshold. On a PostgreSQL server autovacuum does this;
+ * changed or dead rows crossed the threshold, then a checkpoint once enough write-ahead log
+ * piled up since the last one. On a PostgreSQL server autovacuum does this;
  * we only warn, once, when it is off.
  */
 export const MaintenanceLive = Layer.scopedDiscard(
@@ -34,6 +35,8 @@ export const MaintenanceLive = Layer.scopedDiscard(
     const lock = yield* Effect.makeSemaphore(1)
     const pass = maintenance.maintain(tuning).pipe(
       Effect.tap((tables) => tables.length > 0 ? Effect.logDebug(`VACUUM (ANALYZE): ${tables.join(", ")}`) : Effect.void),
+      // After vacuuming, whose writes count too: the write-ahead log stays bounded.
+      Effect.zipLeft(maintenance.checkpointIfDue(WAL_CHECKPOINT_BYTES)),
       Effect.catchAllCause((cause) => logFailure("Database maintenance failed", cause)),
       lock.withPermits(1)
     )

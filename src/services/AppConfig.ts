@@ -126,6 +126,8 @@ export interface AppConfigShape {
   readonly metricsToken: Option.Option<Redacted.Redacted>
   /** The embedded database's own vacuum and analyze (fixed in production, shortened or turned off by tests). */
   readonly maintenance: MaintenanceTuning
+  /** How often the outbox and the undo log are compacted (fixed in production, stretched by tests that count their rows). */
+  readonly compactionInterval: Duration.Duration
 }
 
 
@@ -272,7 +274,8 @@ export const appConfig: Config.Config<AppConfigShape> = Config.all({
   metricsToken: Config.option(Config.redacted("SERVICE_METRICS_TOKEN")).pipe(
     Config.map(Option.filter((token) => Redacted.value(token).trim() !== ""))
   ),
-  maintenance: Config.succeed(DEFAULT_MAINTENANCE)
+  maintenance: Config.succeed(DEFAULT_MAINTENANCE),
+  compactionInterval: Config.succeed(Duration.minutes(1))
 })
 
 export class AppConfig extends Context.Tag("steady/AppConfig")<AppConfig, AppConfigShape>() {

@@ -25,7 +25,9 @@ export class Exporter extends Effect.Service<Exporter>()("steady/Exporter", {
     const page = (table: Table, userId: number, after: number, now: Date) => {
       switch (table) {
         case "tasks":
-          return sql<{ id: number; json: string }>`SELECT t.id, steady_task_wire(t)::text AS json FROM tasks t
+          // The inlinable text form: planned once for a whole page, it renders faster than a
+          // PL/pgSQL call per row.
+          return sql<{ id: number; json: string }>`SELECT t.id, steady_task_wire_text(t) AS json FROM tasks t
             WHERE t.user_id = ${userId} AND t.id > ${after} ORDER BY t.id LIMIT ${EXPORT_PAGE}`
         case "projects":
           return sql<{ id: number; json: string }>`SELECT p.id, ${projectJson(sql, now)}::text AS json

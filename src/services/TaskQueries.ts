@@ -13,7 +13,7 @@ import { isOpen, isOverdue, isQuota } from "./WireSql.js"
 
 /**
  * Reads of tasks. Lists and single tasks come back as JSON text built by the database
- * (`steady_task_wire`), so the hot paths neither decode rows nor re-encode them.
+ * (`steady_tasks_wire`, `steady_task_wire`), so the hot paths neither decode rows nor re-encode them.
  */
 export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueries", {
   effect: Effect.gen(function*() {
@@ -29,6 +29,14 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
     /** Tasks a user may see: their own, and those in projects shared with everyone. */
     const visible = (userId: number): Fragment =>
       sql`(t.user_id = ${userId} OR t.project_id IN (SELECT id FROM projects WHERE shared))`
+
+    /**
+     * `{data: {tasks, count}}` for a page aggregated from `tasks` rows, as the text
+     * json_build_object wrote before: the tasks render in one `steady_tasks_wire` call, which
+     * keeps its plan for the connection, where a call per row cost several times as much.
+     */
+    const pageBody = (rows: Fragment): Fragment =>
+      sql`'{"data" : {"tasks" : ' || steady_tasks_wire(COALESCE(${rows}, '{}')) || ', "count" : ' || count(*) || '}}'`
 
     const filters = (query: TaskListQuery, userId: number, now: Date): Array<Fragment> => {
       const out: Array<Fragment> = []
@@ -71,7 +79,7 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
      * it reads nothing when no project is shared and never walks other users' tasks in
      * due order looking for shared ones — the plan an unanalyzed database picked for a
      * plain `project_id IN (...)`. The rows travel as whole-row values to
-     * `steady_task_wire`: joining the page back to `tasks` by id instead lets the planner
+     * `steady_tasks_wire`: joining the page back to `tasks` by id instead lets the planner
      * pick a hash join over the whole table for pages of a few hundred.
      */
     const listJson = (user: CurrentUserShape, query: TaskListQuery, now: Date) => {
@@ -94,10 +102,7 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
             ${shared}
           ) merged ORDER BY due_at, id LIMIT ${limit} OFFSET ${offset}
         )
-        SELECT json_build_object('data', json_build_object(
-          'tasks', COALESCE(json_agg(steady_task_wire(page.task) ORDER BY page.due_at, page.id), '[]'::json),
-          'count', count(*)::int))::text AS body
-        FROM page`.pipe(Effect.map((rows) => rows[0]!.body), Effect.orDie)
+        SELECT ${pageBody(sql`array_agg(page.task ORDER BY page.due_at, page.id)`)} AS body FROM page`.pipe(Effect.map((rows) => rows[0]!.body), Effect.orDie)
     }
 
     /** `{data: Task}` as JSON text, or 404 when the caller cannot see it. */
@@ -160,9 +165,7 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
           WHERE t.user_id = ${user.id} AND t.deleted_at IS NOT NULL
           ORDER BY t.deleted_at DESC, t.id DESC LIMIT ${page.limit} OFFSET ${page.offset}
         )
-        SELECT json_build_object('data', json_build_object(
-          'tasks', COALESCE(json_agg(steady_task_wire(trash.task) ORDER BY trash.deleted_at DESC, trash.id DESC), '[]'::json),
-          'count', count(*)::int))::text AS body FROM trash`.pipe(Effect.map((rows) => rows[0]!.body), Effect.orDie)
+        SELECT ${pageBody(sql`array_agg(trash.task ORDER BY trash.deleted_at DESC, trash.id DESC)`)} AS body FROM trash`.pipe(Effect.map((rows) => rows[0]!.body), Effect.orDie)
 
     /** A project the caller may file tasks in: their own or a shared one. */
     const projectUsable = (user: CurrentUserShape, projectId: number) =>

@@ -27,6 +27,16 @@ const PROJECT_HIDDEN = "it would put a task in a project its owner cannot see"
 export const UNDO_RETENTION_DAYS = 30
 
 /**
+ * The most undo entries kept per user (README, Undo / redo). The spec sets no depth; without
+ * one a busy user's log grew by a row per write for the whole retention window. A thousand
+ * steps is far deeper than anyone walks back by hand.
+ */
+export const UNDO_DEPTH = 1000
+
+/** Rows one trimming statement deletes at most, so it never holds the connection for long. */
+const TRIM_BATCH = 1000
+
+/**
  * Undo and redo over the log the mutation pipeline writes. Each runs as one pass through
  * the pipeline itself (one transaction, events, statistics), without writing a new entry.
  */
@@ -222,12 +232,39 @@ export class UndoService extends Effect.Service<UndoService>()("steady/UndoServi
       return rows.length
     }).pipe(Effect.orDie)
 
+    /**
+     * Drops each user's entries beyond the newest UNDO_DEPTH, looking only at users who
+     * recorded an entry after `afterId` (0: everyone). Returns how many went and the newest id
+     * seen, the next call's `afterId`.
+     */
+    const trim = (afterId: number) =>
+      Effect.gen(function*() {
+        const writers = yield* sql<{ user_id: number; latest: number }>`
+          SELECT user_id, max(id) AS latest FROM undo_entries WHERE id > ${afterId} GROUP BY user_id`
+        let trimmed = 0
+        for (const { user_id } of writers) {
+          for (;;) {
+            const rows = yield* sql<{ id: number }>`
+              DELETE FROM undo_entries WHERE id IN (
+                SELECT id FROM undo_entries WHERE user_id = ${user_id} AND id < (
+                  SELECT id FROM undo_entries WHERE user_id = ${user_id} ORDER BY id DESC OFFSET ${UNDO_DEPTH - 1} LIMIT 1)
+                ORDER BY id LIMIT ${TRIM_BATCH})
+              RETURNING id`
+            trimmed += rows.length
+            if (rows.length < TRIM_BATCH) break
+          }
+        }
+        const latest = writers.reduce((max, w) => Math.max(max, Number(w.latest)), afterId)
+        return { trimmed, latest }
+      }).pipe(Effect.orDie)
+
     return {
       undo: (user: CurrentUserShape, sessionStartId?: number) => run(user, "undo", sessionStartId),
       redo: (user: CurrentUserShape, sessionStartId?: number) => run(user, "redo", sessionStartId),
       status,
       history,
-      purge
+      purge,
+      trim
     } as const
   })
 }) {}

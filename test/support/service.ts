@@ -85,6 +85,9 @@ export const startService = async (
     // Seeding statements (10,000 rows at once) on a loaded machine may pass the production
     // 5 s bound; db-outage.test.ts runs with the production bound.
     databaseStatementTimeout: Duration.seconds(30),
+    // Outbox events and undo entries stay put while a test compares snapshots of them;
+    // retention.test.ts runs the purges itself.
+    compactionInterval: Duration.hours(1),
     ...overrides
   })
   const runtime = ManagedRuntime.make(

@@ -1,0 +1,98 @@
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { query } from "./support/rows.js"
+import { startService, type TestService, type TestUser } from "./support/service.js"
+import { createTask } from "./support/tasks.js"
+
+/**
+ * Issue 17 item 4: tasks render by concatenating their columns (`steady_task_wire_text`,
+ * `steady_tasks_wire` for pages) instead of row_to_json over a declared row type. The old
+ * rendering is recreated here from migrations 0002 and 0008 under another name, and every
+ * task, list page and single read must come out as the same bytes.
+ */
+
+const oldRendering = (): Array<string> => {
+  const read = (file: string) => Fs.readFileSync(Path.join(import.meta.dirname, "..", "migrations", file), "utf8")
+  const type = read("0002_wire_speed.sql").match(/CREATE TYPE steady_task_wire_row AS \([\s\S]*?\n\);/)![0]
+  const fn = read("0008_ai.sql").match(/CREATE OR REPLACE FUNCTION steady_task_wire\(t tasks\)[\s\S]*?END \$\$;/)![0]
+  return [type.replace(/\n\);$/, ",\n  enrichment_status text\n);"), fn]
+    .map((s) => s.replaceAll("steady_task_wire_row", "old_wire_row").replace("steady_task_wire(", "old_task_wire("))
+}
+
+describe("task rendering", () => {
+  let service: TestService
+  let user: TestUser
+
+  beforeAll(async () => {
+    service = await startService()
+    user = await service.user("renderer")
+    for (const statement of oldRendering()) await query(service, (sql) => sql.unsafe(statement))
+    await createTask(user.api, { title: "plain", due_at: "2026-11-01T12:00:00.000Z" })
+    await createTask(user.api, {
+      title: "quote \" backslash \\ newline \n tab \t bell \u0007 é ✓ 😀",
+      notes: "</script> \u2028 line separator",
+      labels: ["home", "a \"quoted\" label"],
+      due_at: "2026-11-02T08:30:00.120Z",
+      rrule: "FREQ=WEEKLY;BYDAY=MO",
+      priority: 4
+    })
+    const full = await createTask(user.api, { title: "every field", due_at: "2026-11-03T00:00:00.001Z" })
+    // Every nullable field set, timestamps with microseconds (cut to milliseconds on the wire).
+    await query(service, (sql) =>
+      sql`UPDATE tasks SET done_at = '2026-11-03T10:11:12.345678Z', original_due_at = '2026-10-30T00:00:00.999999Z',
+            target_at = '2026-11-05T00:00:00Z', deadline_at = '2026-11-09T23:59:59.999Z', horizon = 'week',
+            horizon_set_at = now(), last_considered_at = now(), segment_deferred_at = now(), segment_targeted_at = now(),
+            target_set_at = now(), occurrence_at = now(), deleted_at = now(), archived_at = now(), anchor_time = '07:30',
+            progress_period_start = now(), quota_prompt_config = '{"slots": [1, 2], "note": "x"}'::jsonb,
+            first_completed_at = now(), last_completed_at = now(), enrichment_status = 'done', snooze_count = 2,
+            is_tracked = true, is_reminder = true, progress_target = 3
+          WHERE id = ${full.id} RETURNING id`)
+  })
+  afterAll(async () => {
+    await service?.stop()
+  })
+
+  it("renders each task as the same text as the row_to_json rendering", async () => {
+    const rows = await query<{ id: number; same: boolean; json_same: boolean; text: string }>(service, (sql) =>
+      sql`SELECT t.id, steady_task_wire_text(t) = old_task_wire(t)::text AS same,
+            steady_task_wire(t)::text = old_task_wire(t)::text AS json_same, steady_task_wire_text(t) AS text
+          FROM tasks t WHERE t.user_id = ${user.id} ORDER BY t.id`)
+    expect(rows.map((r) => [r.same, r.json_same])).toEqual([[true, true], [true, true], [true, true]])
+    const full = JSON.parse(rows[2]!.text)
+    expect(full).toMatchObject({
+      done_at: "2026-11-03T10:11:12.345Z",
+      original_due_at: "2026-10-30T00:00:00.999Z",
+      deadline_at: "2026-11-09T23:59:59.999Z",
+      quota_prompt_config: { slots: [1, 2], note: "x" },
+      enrichment_status: "done",
+      snooze_count: 2,
+      is_snoozed: true
+    })
+    expect(JSON.parse(rows[1]!.text).title).toBe("quote \" backslash \\ newline \n tab \t bell \u0007 é ✓ 😀")
+  })
+
+  it("answers list pages, the trash and single reads with the bytes the old rendering wrote", async () => {
+    const [expected] = await query<{ list: string; trash: string }>(service, (sql) =>
+      sql`SELECT
+            (SELECT json_build_object('data', json_build_object(
+               'tasks', COALESCE(json_agg(old_task_wire(t) ORDER BY t.due_at, t.id), '[]'::json), 'count', count(*)::int))::text
+             FROM tasks t WHERE t.user_id = ${user.id} AND NOT t.done AND t.deleted_at IS NULL AND t.archived_at IS NULL) AS list,
+            (SELECT json_build_object('data', json_build_object(
+               'tasks', COALESCE(json_agg(old_task_wire(t) ORDER BY t.deleted_at DESC, t.id DESC), '[]'::json), 'count', count(*)::int))::text
+             FROM tasks t WHERE t.user_id = ${user.id} AND t.deleted_at IS NOT NULL) AS trash`)
+    const list = await user.api.get("/api/tasks")
+    expect(list.body.data.count).toBe(2)
+    expect(list.text).toBe(expected!.list)
+    const trash = await user.api.get("/api/trash")
+    expect(trash.body.data.count).toBe(1)
+    expect(trash.text).toBe(expected!.trash)
+    const empty = await (await service.user("renderer-empty")).api.get("/api/tasks")
+    expect(empty.text).toBe(`{"data" : {"tasks" : [], "count" : 0}}`)
+
+    const ids = await query<{ id: number; old: string }>(service, (sql) =>
+      sql`SELECT t.id, json_build_object('data', old_task_wire(t))::text AS old FROM tasks t
+          WHERE t.user_id = ${user.id} AND t.deleted_at IS NULL ORDER BY t.id`)
+    for (const { id, old } of ids) expect((await user.api.get(`/api/tasks/${id}`)).text).toBe(old)
+  })
+})
