@@ -72,6 +72,11 @@ export interface UpdateOptions {
    * diff needs no second read.
    */
   readonly current?: Row
+  /**
+   * A row to insert in the same statement (a CTE), e.g. the completion record of a done:
+   * recorded after the update, as if inserted by `insert` right after it.
+   */
+  readonly alsoInsert?: { readonly table: TableSpec; readonly values: Row }
 }
 
 export interface MutationOptions {
@@ -171,25 +176,43 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
               }
             }
             const fields = Object.keys(after)
-            if (fields.length === 0) {
-              if (!wire) return { fields, wire: {} }
-              const rows = yield* sql.unsafe<{ wire: Wire }>(`SELECT ${wireOf(table)} AS wire FROM ${table.name} WHERE id = $1`, [id])
-              return { fields, wire: rows[0]!.wire }
-            }
             const writes: Row = table.touch ? { ...after, [table.touch]: now.toISOString() } : after
-            const { casts, columns, params } = placeholders(table, writes, 2)
-            const rows = yield* sql.unsafe<{ wire: Wire }>(
-              `UPDATE ${table.name} SET ${columns.map((c, i) => `${c} = ${casts[i]}`).join(", ")} WHERE id = $1` +
-                (wire ? ` RETURNING ${wireOf(table)} AS wire` : ""),
-              [id, ...params]
+            const update = placeholders(table, writes, 2)
+            const also = updateOptions?.alsoInsert
+            if (also !== undefined) checkColumns(also.table, also.values)
+            // Without a change there is no UPDATE: the insert's parameters follow the id.
+            const sent = fields.length === 0 ? [] : update.params
+            const insert = also === undefined ? undefined : placeholders(also.table, also.values, 2 + sent.length)
+            const withInsert = also === undefined || insert === undefined
+              ? ""
+              : `WITH inserted AS (INSERT INTO ${also.table.name} (${insert.columns.join(", ")}) VALUES (${insert.casts.join(", ")})
+                 RETURNING to_jsonb(${also.table.name}) AS row) `
+            const returning = [
+              ...(wire ? [`${wireOf(table)} AS wire`] : []),
+              ...(also === undefined ? [] : ["(SELECT row FROM inserted) AS inserted"])
+            ]
+            const text = fields.length === 0
+              ? `${withInsert}SELECT ${returning.join(", ") || "1"} FROM ${table.name} WHERE id = $1`
+              : `${withInsert}UPDATE ${table.name} SET ${update.columns.map((c, i) => `${c} = ${update.casts[i]}`).join(", ")}
+                 WHERE id = $1${returning.length > 0 ? ` RETURNING ${returning.join(", ")}` : ""}`
+            if (fields.length === 0 && returning.length === 0) return { fields, wire: {} }
+            const rows = yield* sql.unsafe<{ wire?: Wire; inserted?: Record<string, unknown> }>(
+              text,
+              [id, ...sent, ...(insert?.params ?? [])]
             )
-            const guardFields = updateOptions?.guard ?? []
-            const guard: Row = Object.fromEntries(guardFields.map((f) => [f, current[f] ?? null]))
-            changes.push(
-              guardFields.length > 0
-                ? { op: "update", table: table.name, id, before, after, guard }
-                : { op: "update", table: table.name, id, before, after }
-            )
+            if (fields.length > 0) {
+              const guardFields = updateOptions?.guard ?? []
+              const guard: Row = Object.fromEntries(guardFields.map((f) => [f, current[f] ?? null]))
+              changes.push(
+                guardFields.length > 0
+                  ? { op: "update", table: table.name, id, before, after, guard }
+                  : { op: "update", table: table.name, id, before, after }
+              )
+            }
+            if (also !== undefined) {
+              const row = normalizeRow(also.table, rows[0]!.inserted!)
+              changes.push({ op: "insert", table: also.table.name, id: Number(row.id), after: row })
+            }
             return { fields, wire: rows[0]?.wire ?? {} }
           }).pipe(Effect.orDie)
 
