@@ -2,6 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startService, type TestService, type TestUser } from "./support/service.js"
 import { type LoggedStatement, STATEMENT_TAG_HEADER, statementLog } from "./support/statements.js"
 import { createTask } from "./support/tasks.js"
+import { outboxEvents, undoEntries } from "./support/rows.js"
+import { createWebhook, deliveryRows } from "./support/webhooks.js"
 
 /**
  * Issue 12 item 5 / issue 17 item 5: a single-task write sends few statements. The undo
@@ -9,11 +11,11 @@ import { createTask } from "./support/tasks.js"
  * at commit, and the answer comes from the write itself (RETURNING the wire JSON). Today's
  * code sent 12 (POST) and 14 (done) statements besides BEGIN and COMMIT.
  * A create: the token lookup, the INSERT (which finds the Inbox) and the commit statement.
- * An edit or a done: the token lookup, the lock (with the owner's calendar), the UPDATE (a
- * done's completion record inserted by the same statement) and the commit statement.
+ * An edit or a done: the token lookup, the lock (with the owner's calendar) and the commit
+ * statement, which carries the UPDATE (and a done's completion record).
  */
 const CREATE_STATEMENTS = 3
-const EDIT_STATEMENTS = 4
+const EDIT_STATEMENTS = 3
 
 describe("round trips of a single-task write", () => {
   let service: TestService
@@ -46,7 +48,7 @@ describe("round trips of a single-task write", () => {
     expect(statements.length, statements.join("\n")).toBeLessThanOrEqual(CREATE_STATEMENTS)
   })
 
-  it("PATCH /api/tasks/{id}: the token lookup, the lock, the UPDATE and the commit statement", async () => {
+  it("PATCH /api/tasks/{id}: the token lookup, the lock and the commit statement", async () => {
     const task = await createTask(user.api, { title: "Patch me" })
     const { res, statements } = await counted("PATCH", `/api/tasks/${task.id}`, { title: "Patched", priority: 3 })
     expect(res.status).toBe(200)
@@ -54,7 +56,7 @@ describe("round trips of a single-task write", () => {
     expect(statements.length, statements.join("\n")).toBeLessThanOrEqual(EDIT_STATEMENTS)
   })
 
-  it("POST /api/tasks/{id}/done on a one-off task: the token lookup, the lock, the UPDATE and the commit statement", async () => {
+  it("POST /api/tasks/{id}/done on a one-off task: the token lookup, the lock and the commit statement", async () => {
     const task = await createTask(user.api, { title: "Finish me" })
     const { res, statements } = await counted("POST", `/api/tasks/${task.id}/done`)
     expect(res.status).toBe(200)
@@ -62,7 +64,7 @@ describe("round trips of a single-task write", () => {
     expect(statements.length, statements.join("\n")).toBeLessThanOrEqual(EDIT_STATEMENTS)
   })
 
-  it("POST /api/tasks/{id}/done on a recurring task: the token lookup, the lock, the UPDATE and the commit statement", async () => {
+  it("POST /api/tasks/{id}/done on a recurring task: the token lookup, the lock and the commit statement", async () => {
     const task = await createTask(user.api, { title: "Water plants", rrule: "FREQ=DAILY", due_at: "2030-01-01T08:00:00Z" })
     const { res, statements } = await counted("POST", `/api/tasks/${task.id}/done`)
     expect(res.status).toBe(200)
@@ -85,5 +87,53 @@ describe("round trips of a single-task write", () => {
     const claims = log.entries.filter(isClaim).length - before
     // One poll a second (WEBHOOK_POLL), plus one in progress when the writes began.
     expect(claims).toBeLessThanOrEqual(Math.ceil(seconds) + 1)
+  })
+
+  it("the UPDATE sent with the commit statement: frozen bodies, outbox payloads and the answer carry the task as GET shows it", async () => {
+    const owner = await service.user("hooked")
+    // A closed port: the deliveries stay in the table whatever their attempts do.
+    const hook = await createWebhook(owner.api, "http://127.0.0.1:9/hook", ["task.updated", "task.completed"])
+    const task = await createTask(owner.api, { title: "Hook me" })
+
+    const patched = await owner.api.patch(`/api/tasks/${task.id}`, { title: "Hooked", labels: ["a"] })
+    expect(patched.status).toBe(200)
+    const afterPatch = (await owner.api.get(`/api/tasks/${task.id}`)).body.data
+    const { description, fields_changed, ...answer } = patched.body.data
+    expect(answer).toEqual(afterPatch)
+    expect(fields_changed).toEqual(["title", "short_title", "labels"])
+    expect(description).toBe("Edited 'Hooked' (title, short_title, labels)")
+
+    const done = await owner.api.post(`/api/tasks/${task.id}/done`)
+    expect(done.status).toBe(200)
+    const afterDone = (await owner.api.get(`/api/tasks/${task.id}`)).body.data
+    const { next_due_at: _n, was_recurring: _w, ...doneAnswer } = done.body.data
+    expect(doneAnswer).toEqual(afterDone)
+
+    const rows = await deliveryRows(service, hook.id)
+    expect(rows.map((r) => r.event)).toEqual(["task.updated", "task.completed"])
+    for (const row of rows) expect(row.body).not.toContain("@@steady-pending")
+    const [updated, completed] = rows.map((r) => JSON.parse(r.body))
+    expect(updated).toEqual({
+      event: "task.updated",
+      timestamp: afterPatch.updated_at,
+      data: { task: afterPatch, fields_changed: ["title", "short_title", "labels"] }
+    })
+    expect(completed).toEqual({ event: "task.completed", timestamp: afterDone.updated_at, data: { task: afterDone } })
+    expect((await outboxEvents(service, owner.id)).map((e) => [e.event, e.task_id, e.payload])).toEqual([
+      ["task.created", task.id, { task }],
+      ["task.updated", task.id, updated.data],
+      ["task.completed", task.id, completed.data]
+    ])
+
+    // The done's undo entry holds the completion record with the id the statement gave it.
+    const undo = await undoEntries(service, owner.id)
+    const last = undo.at(-1)!
+    expect(last.action).toBe("done")
+    const insert = last.changes.find((c: { table: string }) => c.table === "completions")!
+    expect(insert).toMatchObject({ op: "insert", table: "completions", id: expect.any(Number) })
+    expect(insert.after).toMatchObject({ id: insert.id, task_id: task.id, task_title: "Hooked", completed_at: afterDone.done_at })
+    // And undo takes it all back.
+    expect((await owner.api.post("/api/undo")).status).toBe(200)
+    expect((await owner.api.get(`/api/tasks/${task.id}`)).body.data).toMatchObject({ done: false, title: "Hooked" })
   })
 })

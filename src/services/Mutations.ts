@@ -1,8 +1,9 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { Fragment } from "@effect/sql/Statement"
+import * as Crypto from "node:crypto"
 import { Effect } from "effect"
 import type { ActionName, DomainEvent, RowChange, StatName } from "../domain/Changes.js"
-import { type JsonValue, type Row, sameValue } from "../domain/Json.js"
+import { type Row, sameValue } from "../domain/Json.js"
 import { localDate } from "../domain/LocalTime.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { now as clockNow } from "./ServiceClock.js"
@@ -30,6 +31,19 @@ export interface Tx {
     id: number,
     values: Row,
     options?: UpdateOptions
+  ) => Effect.Effect<{ readonly fields: ReadonlyArray<string>; readonly wire: Wire }>
+  /**
+   * `updateWire` for the LAST write of a single-row mutation: the UPDATE (and `alsoInsert`)
+   * go out as the first CTEs of the commit statement, saving a round trip. The wire JSON
+   * does not exist yet; what comes back stands for it: put it in events' data and spread it
+   * into the body's result (`{ ...wire, more }`), where the commit statement's rendering
+   * replaces it. Read nothing from it, and read no row after this call. Once per mutation.
+   */
+  readonly updateAtCommit: (
+    table: TableSpec,
+    id: number,
+    values: Row,
+    options: UpdateOptions & { readonly current: Row }
   ) => Effect.Effect<{ readonly fields: ReadonlyArray<string>; readonly wire: Wire }>
   /**
    * A data-modifying statement that needs no answer (a queue row): it goes out with the
@@ -110,6 +124,31 @@ const insertParts = (table: TableSpec, values: Row, options: InsertOptions | und
   }
 }
 
+/**
+ * Stand-ins for what only the commit statement knows: the wire JSON of its deferred row
+ * (`updateAtCommit`) and the id of the row it inserts with it. The key holds a per-process
+ * random part, and JSON.stringify escapes quotes inside strings, so user text can never
+ * contain the stand-in's serialized form.
+ */
+const NONCE = Crypto.randomBytes(8).toString("hex")
+const PENDING_WIRE_KEY = `@@steady-pending-wire-${NONCE}`
+const PENDING_WIRE_JSON = JSON.stringify({ [PENDING_WIRE_KEY]: true })
+const PENDING_ID = `@@steady-pending-id-${NONCE}`
+const PENDING_ID_JSON = JSON.stringify(PENDING_ID)
+
+/** The body's result with the pending wire spread into it replaced by the rendered one. */
+const resolvePending = <A>(result: A, wire: Wire | undefined): A => {
+  if (wire === undefined || typeof result !== "object" || result === null || !(PENDING_WIRE_KEY in result)) return result
+  const { [PENDING_WIRE_KEY]: _pending, ...rest } = result as Record<string, unknown>
+  return { ...wire, ...rest } as A
+}
+
+/** The deferred write of `updateAtCommit`, as the commit statement's first CTEs. */
+interface Deferred {
+  readonly target: Fragment
+  readonly inserted: Fragment | undefined
+}
+
 const wireOf = (table: TableSpec) => {
   if (table.wire === undefined) throw new Error(`${table.name} has no wire rendering`)
   return `${table.wire}(${table.name})`
@@ -144,6 +183,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
         const events: Array<DomainEvent> = []
         const stats = new Map<string, Record<StatName, number>>()
         const extra: Array<Fragment> = []
+        let deferred: Deferred | undefined
         let description = ""
 
         const insertRow = (table: TableSpec, values: Row, options: InsertOptions | undefined, wire: boolean) =>
@@ -216,9 +256,63 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
             return { fields, wire: rows[0]?.wire ?? {} }
           }).pipe(Effect.orDie)
 
+        const updateAtCommit = (table: TableSpec, id: number, values: Row, updateOptions: UpdateOptions & { readonly current: Row }) =>
+          Effect.sync(() => {
+            if (deferred !== undefined) throw new Error("updateAtCommit: one deferred write per mutation")
+            checkColumns(table, values)
+            const current = updateOptions.current
+            const before: Row = {}
+            const after: Row = {}
+            for (const [column, value] of Object.entries(values)) {
+              if (column === table.touch) continue
+              const next = normalizeValue(table.columns[column], value)
+              if (!sameValue(current[column] ?? null, next)) {
+                before[column] = current[column] ?? null
+                after[column] = next
+              }
+            }
+            const fields = Object.keys(after)
+            const writes: Row = table.touch && fields.length > 0 ? { ...after, [table.touch]: now.toISOString() } : after
+            const sets = Object.entries(writes).map(([column, value]) =>
+              sql`${sql.literal(column)} = ${sqlParam(table.columns[column]!, value)}::${sql.literal(sqlCast[table.columns[column]!])}`
+            )
+            // The compact text rendering: it is spliced into the frozen webhook bodies.
+            if (table.wireText === undefined) throw new Error(`${table.name} has no wire rendering`)
+            const wire = sql.literal(`${table.wireText}(${table.name})::text`)
+            const target = fields.length === 0
+              ? sql`target AS (SELECT ${wire} AS wire FROM ${sql.literal(table.name)} WHERE id = ${id})`
+              : sql`target AS (UPDATE ${sql.literal(table.name)} SET ${sql.csv(sets)} WHERE id = ${id} RETURNING ${wire} AS wire)`
+            if (fields.length > 0) {
+              const guardFields = updateOptions.guard ?? []
+              const guard: Row = Object.fromEntries(guardFields.map((f) => [f, current[f] ?? null]))
+              changes.push(
+                guardFields.length > 0
+                  ? { op: "update", table: table.name, id, before, after, guard }
+                  : { op: "update", table: table.name, id, before, after }
+              )
+            }
+            const also = updateOptions.alsoInsert
+            let inserted: Fragment | undefined
+            if (also !== undefined) {
+              checkColumns(also.table, also.values)
+              const columns = Object.keys(also.values)
+              inserted = sql`inserted AS (INSERT INTO ${sql.literal(also.table.name)} (${sql.literal(columns.join(", "))})
+                VALUES (${
+                sql.csv(columns.map((c) =>
+                  sql`${sqlParam(also.table.columns[c]!, also.values[c]!)}::${sql.literal(sqlCast[also.table.columns[c]!])}`
+                ))
+              }) RETURNING id)`
+              const row: Row = { id: PENDING_ID, ...normalizeRow(also.table, also.values) }
+              changes.push({ op: "insert", table: also.table.name, id: PENDING_ID as unknown as number, after: row })
+            }
+            deferred = { target, inserted }
+            return { fields, wire: { [PENDING_WIRE_KEY]: true } as Wire }
+          })
+
         const tx: Tx = {
           now,
           user: options.user,
+          updateAtCommit,
           lock: (table, id) => Effect.orDie(lockRow(table, id)),
           insert: (table, values, insertOptions) => Effect.map(insertRow(table, values, insertOptions, false), (w) => w.row),
           insertWire: (table, values, insertOptions) => insertRow(table, values, insertOptions, true),
@@ -265,9 +359,10 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
         const result = yield* body(tx)
         const feed = entriesOf(changes)
         const written = yield* Effect.orDie(
-          commitStatement({ options, now, changes, events, stats, description, feed, extra })
+          commitStatement({ options, now, changes, events, stats, description, feed, extra, deferred })
         )
-        return [result, written.undoId, written.deliveries > 0, feed.length > 0] as const
+        const wire = written.wire === null ? undefined : JSON.parse(written.wire) as Wire
+        return [resolvePending(result, wire), written.undoId, written.deliveries > 0, feed.length > 0] as const
       }).pipe(
         sql.withTransaction,
         Effect.catchTag("SqlError", Effect.die),
@@ -299,11 +394,28 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
       readonly description: string
       readonly feed: ReturnType<typeof entriesOf>
       readonly extra: ReadonlyArray<Fragment>
+      readonly deferred: Deferred | undefined
     }) => {
       const { changes, events, feed, options } = input
       const userId = options.user.id
       const at = input.now.toISOString()
       const ctes: Array<Fragment> = []
+      const { deferred } = input
+      if (deferred !== undefined) {
+        ctes.push(deferred.target)
+        if (deferred.inserted !== undefined) ctes.push(deferred.inserted)
+      }
+      // The stand-ins of `updateAtCommit`, replaced by what the deferred write returns.
+      const withPending = (json: string) => {
+        let out: Fragment = sql`${json}::text`
+        if (deferred !== undefined && json.includes(PENDING_WIRE_JSON)) {
+          out = sql`replace(${out}, ${PENDING_WIRE_JSON}, (SELECT wire FROM target))`
+        }
+        if (deferred?.inserted !== undefined && json.includes(PENDING_ID_JSON)) {
+          out = sql`replace(${out}, ${PENDING_ID_JSON}, (SELECT id FROM inserted)::text)`
+        }
+        return out
+      }
       const undoable = changes.length > 0 && options.undoable !== false
       if (undoable) {
         const tasksAffected = new Set(changes.filter((c) => c.table === "tasks").map((c) => c.id)).size
@@ -311,7 +423,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
         ctes.push(sql`purge AS (DELETE FROM undo_entries WHERE user_id = ${userId} AND undone)`)
         ctes.push(sql`undo AS (
           INSERT INTO undo_entries (user_id, action, description, changes, tasks_affected, created_at)
-          VALUES (${userId}, ${options.action}, ${input.description || options.action}, ${JSON.stringify(changes)}::jsonb,
+          VALUES (${userId}, ${options.action}, ${input.description || options.action}, (${withPending(JSON.stringify(changes))})::jsonb,
                   ${tasksAffected}, ${at}::timestamptz)
           RETURNING id)`)
       }
@@ -320,12 +432,24 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
           n,
           event: e.event,
           task_id: e.taskId,
-          payload: e.data as JsonValue,
+          payload: JSON.stringify(e.data),
           body: JSON.stringify({ event: e.event, timestamp: at, data: e.data })
         }))
-        ctes.push(sql`events AS (
-          SELECT * FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
-            AS e(n integer, event text, task_id integer, payload jsonb, body text))`)
+        // A deferred row's wire JSON goes into the payloads and the frozen bodies here.
+        const pending = deferred !== undefined && rows.some((r) => r.body.includes(PENDING_WIRE_JSON))
+        ctes.push(
+          pending
+            ? sql`events AS (
+              SELECT e.n, e.event, e.task_id, replace(e.payload, ${PENDING_WIRE_JSON}, w.wire)::jsonb AS payload,
+                replace(e.body, ${PENDING_WIRE_JSON}, w.wire) AS body
+              FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
+                AS e(n integer, event text, task_id integer, payload text, body text)
+              CROSS JOIN (SELECT wire FROM target) w)`
+            : sql`events AS (
+              SELECT e.n, e.event, e.task_id, e.payload::jsonb AS payload, e.body
+              FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
+                AS e(n integer, event text, task_id integer, payload text, body text))`
+        )
         ctes.push(sql`outbox AS (
           INSERT INTO outbox_events (user_id, event, task_id, payload, occurred_at)
           SELECT ${userId}, e.event, e.task_id, e.payload, ${at}::timestamptz FROM events e ORDER BY e.n)`)
@@ -345,13 +469,14 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
       }
       if (feed.length > 0) ctes.push(sql`feed AS (${changesInsert(sql, input.now, feed)})`)
       input.extra.forEach((statement, n) => ctes.push(sql`${sql.literal(`extra${n}`)} AS (${statement})`))
-      if (ctes.length === 0) return Effect.succeed({ undoId: null, deliveries: 0 })
-      return sql<{ undo_id: number | null; deliveries: number }>`
+      if (ctes.length === 0) return Effect.succeed({ undoId: null, deliveries: 0, wire: null })
+      return sql<{ undo_id: number | null; deliveries: number; wire: string | null }>`
         WITH ${sql.join(", ", false)(ctes)}
         SELECT ${undoable ? sql`(SELECT id FROM undo)` : sql`NULL::integer`} AS undo_id,
-          ${events.length > 0 ? sql`(SELECT count(*) FROM delivered)::int` : sql`0`} AS deliveries
+          ${events.length > 0 ? sql`(SELECT count(*) FROM delivered)::int` : sql`0`} AS deliveries,
+          ${deferred !== undefined ? sql`(SELECT wire FROM target)` : sql`NULL::text`} AS wire
           ${feed.length > 0 ? sql`, pg_notify(${CHANGES_CHANNEL}, '1')` : sql``}`.pipe(
-        Effect.map((rows) => ({ undoId: rows[0]!.undo_id, deliveries: rows[0]!.deliveries }))
+        Effect.map((rows) => ({ undoId: rows[0]!.undo_id, deliveries: rows[0]!.deliveries, wire: rows[0]!.wire }))
       )
     }
 

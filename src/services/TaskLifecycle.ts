@@ -79,18 +79,19 @@ export class TaskLifecycle extends Effect.Service<TaskLifecycle>()("steady/TaskL
     /**
      * Marks a locked task done inside a transaction: shared by single and bulk done. The next
      * occurrence is on the owner's calendar, whoever completes it (README: whose calendar);
-     * a caller that locked the task with it (`lockForWrite`) passes it along.
+     * a caller that locked the task with it (`lockForWrite`) passes it along. As the last
+     * write of a single done, it goes out with the commit statement (`Tx.updateAtCommit`).
      */
-    const doneStep = (tx: Tx, current: Row, calendar?: PeriodSettings) =>
+    const doneStep = (tx: Tx, current: Row, single?: { readonly calendar: PeriodSettings }) =>
       Effect.gen(function*() {
         const id = Number(current.id)
-        const { zone } = calendar ?? (yield* quotas.calendarOf(current))
+        const { zone } = single?.calendar ?? (yield* quotas.calendarOf(current))
         const plan = yield* planDone(stateOf(current), zone, tx.now)
         // The completion record is inserted by the UPDATE's statement.
-        const { wire: task } = yield* tx.updateWire(TasksTable, id, plan.writes, {
-          current,
-          alsoInsert: { table: CompletionsTable, values: completionRow(tx, current, plan.dueAtWas, plan.dueAtNext) }
-        })
+        const write = { current, alsoInsert: { table: CompletionsTable, values: completionRow(tx, current, plan.dueAtWas, plan.dueAtNext) } }
+        const { wire: task } = single === undefined
+          ? yield* tx.updateWire(TasksTable, id, plan.writes, write)
+          : yield* tx.updateAtCommit(TasksTable, id, plan.writes, write)
         tx.count("completions")
         tx.emit({ event: "task.completed", taskId: id, data: { task: task as JsonValue } })
         return { ...task, was_recurring: plan.wasRecurring, next_due_at: plan.nextDueAt }
@@ -100,7 +101,7 @@ export class TaskLifecycle extends Effect.Service<TaskLifecycle>()("steady/TaskL
       mutations.run({ user, action: "done" }, (tx) =>
         Effect.gen(function*() {
           const { calendar, current } = yield* queries.lockForWrite(user, id)
-          const result = yield* doneStep(tx, current, calendar)
+          const result = yield* doneStep(tx, current, { calendar })
           tx.describe(`Marked ${quoted(current.title)} done`)
           return result
         }))

@@ -51,8 +51,9 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
           onSome: Effect.succeed
         }))
 
-    const emitUpdated = (tx: Tx, task: Wire, fields: ReadonlyArray<string>) =>
-      tx.emit({ event: "task.updated", taskId: Number(task.id), data: { task: task as JsonValue, fields_changed: [...fields] } })
+    /** `task` may stand for a wire JSON the commit statement renders: the id comes separately. */
+    const emitUpdated = (tx: Tx, id: number, task: Wire, fields: ReadonlyArray<string>) =>
+      tx.emit({ event: "task.updated", taskId: id, data: { task: task as JsonValue, fields_changed: [...fields] } })
 
     /**
      * The Inbox is looked up by the INSERT itself, and the new task comes back from it as
@@ -90,7 +91,10 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
         })).pipe(Effect.tap(() => (enrich ? enrichment.wake : Effect.void)))
     }
 
-    /** The task is locked with its owner's calendar and comes back from the UPDATE as wire JSON. */
+    /**
+     * The task is locked with its owner's calendar; the UPDATE goes out with the commit
+     * statement, and the task comes back from it as wire JSON.
+     */
     const update = (user: CurrentUserShape, id: number, patch: TaskPatch) =>
       mutations.run({ user, action: "edit" }, (tx) =>
         Effect.gen(function*() {
@@ -102,13 +106,14 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
           // Anchors and periods on the owner's calendar, whoever edits (README: whose calendar).
           const edits = yield* patchTaskRow(current, patch, { now: tx.now, zone: calendar.zone })
           const writes = { ...edits, ...(yield* periodWrites(Effect.succeed(calendar), current, { ...current, ...edits }, tx.now)) }
-          const written = yield* tx.updateWire(TasksTable, id, writes, { current })
+          const written = yield* tx.updateAtCommit(TasksTable, id, writes, { current })
           const fields = visibleFields(written.fields)
           const task = written.wire
+          const title = "title" in writes ? writes.title : current.title
           const description = fields.length === 0
-            ? `No changes to ${quoted(task.title)}`
-            : `Edited ${quoted(task.title)} (${fields.join(", ")})`
-          if (fields.length > 0) emitUpdated(tx, task, fields)
+            ? `No changes to ${quoted(title)}`
+            : `Edited ${quoted(title)} (${fields.join(", ")})`
+          if (fields.length > 0) emitUpdated(tx, id, task, fields)
           tx.describe(description)
           return { ...task, fields_changed: fields, description }
         }))
@@ -136,7 +141,7 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
           }
           const fields = yield* tx.update(TasksTable, id, { deleted_at: null })
           const task = yield* queries.wire(id)
-          emitUpdated(tx, task, fields)
+          emitUpdated(tx, id, task, fields)
           tx.describe(`Restored ${quoted(task.title)} from the trash`)
           return task
         }))
