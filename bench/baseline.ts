@@ -4,6 +4,11 @@
  * and `GET /api/tasks/{id}`, including the token lookup of `Credentials.verifyToken`.
  * The difference to the service is then the framework, not the database work.
  *
+ * For the three writes (POST /api/tasks, PATCH /api/tasks/{id}, POST /api/tasks/{id}/done)
+ * it is the floor issue 12 measures against: the token lookup and one INSERT or UPDATE
+ * answering with the task's wire JSON, in autocommit — no undo entry, no outbox, no
+ * statistics, no change feed, no recurrence arithmetic. Its bodies are not the service's.
+ *
  * Keep the SQL below a verbatim copy of what `TaskQueries.listJson` (default filters),
  * `TaskQueries.getJson` and `Credentials.verifyToken` send (as compiled by `@effect/sql-pg`).
  *
@@ -36,6 +41,38 @@ const LIST_SQL = `
 const GET_SQL = `
         SELECT json_build_object('data', steady_task_wire(t))::text AS body FROM tasks t
         WHERE t.id = $1 AND (t.user_id = $2 OR t.project_id IN (SELECT id FROM projects WHERE shared))`
+
+const WIRE_RETURNING = `RETURNING json_build_object('data', steady_task_wire(tasks))::text AS body`
+
+const CREATE_SQL = `
+        INSERT INTO tasks (user_id, project_id, title, original_title, labels, priority, notes, due_at, created_at, updated_at)
+        VALUES ($1, (SELECT id FROM projects WHERE owner_id = $1 AND is_inbox), $2, $2, $3::jsonb, $4, $5, $6::timestamptz, now(), now())
+        ${WIRE_RETURNING}`
+
+const PATCH_SQL = `
+        UPDATE tasks SET title = $3, priority = $4, updated_at = now() WHERE id = $1 AND user_id = $2
+        ${WIRE_RETURNING}`
+
+const DONE_SQL = `
+        UPDATE tasks SET due_at = due_at + interval '1 day', completion_count = completion_count + 1,
+          last_completed_at = now(), updated_at = now()
+        WHERE id = $1 AND user_id = $2 AND NOT done
+        ${WIRE_RETURNING}`
+
+const readBody = (req: Http.IncomingMessage) =>
+  new Promise<Record<string, unknown>>((resolve, reject) => {
+    const chunks: Array<Buffer> = []
+    req.on("data", (chunk: Buffer) => chunks.push(chunk))
+    req.on("end", () => {
+      try {
+        const text = Buffer.concat(chunks).toString("utf8")
+        resolve(text === "" ? {} : JSON.parse(text))
+      } catch (cause) {
+        reject(cause)
+      }
+    })
+    req.on("error", reject)
+  })
 
 const url = process.env.DATABASE_URL
 if (url === undefined || url === "") throw new Error("DATABASE_URL is required")
@@ -87,7 +124,29 @@ const handle = async (req: Http.IncomingMessage, res: Http.ServerResponse) => {
     const { rows } = await pool.query<{ body: string }>(LIST_SQL, [userId, window, userId, window, limit, offset])
     return send(res, 200, rows[0]!.body)
   }
+  if (req.method === "POST" && target.pathname === "/api/tasks") {
+    const body = await readBody(req)
+    const { rows } = await pool.query<{ body: string }>(CREATE_SQL, [
+      userId,
+      String(body.title),
+      JSON.stringify(body.labels ?? []),
+      Number(body.priority ?? 0),
+      String(body.notes ?? ""),
+      body.due_at ?? null
+    ])
+    return send(res, 201, rows[0]!.body)
+  }
+  const doneId = /^\/api\/tasks\/(\d{1,10})\/done$/.exec(target.pathname)
+  if (req.method === "POST" && doneId !== null) {
+    const { rows } = await pool.query<{ body: string }>(DONE_SQL, [Number(doneId[1]), userId])
+    return rows[0] === undefined ? error(res, 404, "NOT_FOUND", "Task not found") : send(res, 200, rows[0].body)
+  }
   const byId = /^\/api\/tasks\/(\d{1,10})$/.exec(target.pathname)
+  if (req.method === "PATCH" && byId !== null) {
+    const body = await readBody(req)
+    const { rows } = await pool.query<{ body: string }>(PATCH_SQL, [Number(byId[1]), userId, String(body.title), Number(body.priority)])
+    return rows[0] === undefined ? error(res, 404, "NOT_FOUND", "Task not found") : send(res, 200, rows[0].body)
+  }
   if (req.method === "GET" && byId !== null) {
     const { rows } = await pool.query<{ body: string }>(GET_SQL, [Number(byId[1]), userId])
     return rows[0] === undefined ? error(res, 404, "NOT_FOUND", "Task not found") : send(res, 200, rows[0].body)

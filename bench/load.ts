@@ -2,7 +2,7 @@ import autocannon from "autocannon"
 
 /** One kind of request the benchmark drives, described independently of the server. */
 export interface Scenario {
-  readonly key: "list" | "list50" | "get" | "create" | "patch" | "counts"
+  readonly key: "list" | "list50" | "get" | "create" | "patch" | "done" | "counts"
   readonly label: string
   readonly method: "GET" | "POST" | "PATCH"
   /** The n-th request's path, body and extra headers; n counts up across all connections. */
@@ -15,7 +15,11 @@ export interface Scenario {
   readonly compared: boolean
 }
 
-export const makeScenarios = (ids: { readonly readIds: ReadonlyArray<number>; readonly patchIds: ReadonlyArray<number> }) => {
+export const makeScenarios = (ids: {
+  readonly readIds: ReadonlyArray<number>
+  readonly patchIds: ReadonlyArray<number>
+  readonly recurringIds: ReadonlyArray<number>
+}) => {
   const pick = (list: ReadonlyArray<number>, n: number) => list[n % list.length]!
   const scenarios: ReadonlyArray<Scenario> = [
     { key: "list", label: "GET /api/tasks", method: "GET", compared: false, request: () => ({ path: "/api/tasks" }) },
@@ -37,7 +41,7 @@ export const makeScenarios = (ids: { readonly readIds: ReadonlyArray<number>; re
       key: "create",
       label: "POST /api/tasks",
       method: "POST",
-      compared: false,
+      compared: true,
       request: (n) => ({
         path: "/api/tasks",
         body: JSON.stringify({
@@ -54,11 +58,19 @@ export const makeScenarios = (ids: { readonly readIds: ReadonlyArray<number>; re
       key: "patch",
       label: "PATCH /api/tasks/{id}",
       method: "PATCH",
-      compared: false,
+      compared: true,
       request: (n) => ({
         path: `/api/tasks/${pick(ids.patchIds, n)}`,
         body: JSON.stringify({ title: `Edited task ${n}`, priority: n % 5 })
       })
+    },
+    {
+      // A recurring task stays open and moves to its next occurrence, so it can be done again.
+      key: "done",
+      label: "POST /api/tasks/{id}/done",
+      method: "POST",
+      compared: true,
+      request: (n) => ({ path: `/api/tasks/${pick(ids.recurringIds, n)}/done` })
     },
     { key: "counts", label: "GET /api/tasks/counts", method: "GET", compared: false, request: () => ({ path: "/api/tasks/counts" }) }
   ]

@@ -53,33 +53,37 @@ export const entriesOf = (changes: ReadonlyArray<RowChange>): ReadonlyArray<Entr
 }
 
 /**
+ * The INSERT of the entries, for a data-modifying CTE of the caller's statement (the
+ * mutation pipeline's commit statement, or `recordChanges`). Visibility is decided here, from
+ * the rows as the transaction leaves them: the owner, and whether the object is (or was) in
+ * a shared project.
+ */
+export const changesInsert = (sql: SqlClient.SqlClient, at: Date, entries: ReadonlyArray<Entry>) =>
+  sql`
+    INSERT INTO changes (at, kind, object_id, op, user_id, shared)
+    SELECT ${at.toISOString()}::timestamptz, e.kind, e.id, e.op, COALESCE(t.user_id, p.owner_id, s.user_id, e.owner),
+      CASE e.kind
+        WHEN 'task' THEN EXISTS (SELECT 1 FROM projects sp WHERE sp.shared
+          AND (sp.id = t.project_id OR sp.id IN (SELECT jsonb_array_elements_text(e.projects)::integer)))
+        WHEN 'project' THEN COALESCE(p.shared, false) OR e.was_shared
+        ELSE false
+      END
+    FROM jsonb_to_recordset(${JSON.stringify(entries.map((e, n) => ({ ...e, n })))}::jsonb)
+      AS e(kind text, id integer, op text, owner integer, projects jsonb, was_shared boolean, n integer)
+    LEFT JOIN tasks t ON e.kind = 'task' AND t.id = e.id
+    LEFT JOIN projects p ON e.kind = 'project' AND p.id = e.id
+    LEFT JOIN time_slots s ON e.kind = 'time_slot' AND s.id = e.id
+    WHERE COALESCE(t.user_id, p.owner_id, s.user_id, e.owner) IS NOT NULL
+    ORDER BY e.n`
+
+/**
  * Writes the entries inside the caller's transaction and notifies the other instances,
- * which hear it only if the transaction commits. Visibility is decided here, from the rows
- * as the transaction leaves them: the owner, and whether the object is (or was) in a
- * shared project.
+ * which hear it only if the transaction commits.
  */
 export const recordChanges = (sql: SqlClient.SqlClient, at: Date, entries: ReadonlyArray<Entry>) =>
-  entries.length === 0 ? Effect.void : sql`
-    WITH e AS (
-      SELECT * FROM jsonb_to_recordset(${JSON.stringify(entries.map((e, n) => ({ ...e, n })))}::jsonb)
-        AS e(kind text, id integer, op text, owner integer, projects jsonb, was_shared boolean, n integer)
-    ), written AS (
-      INSERT INTO changes (at, kind, object_id, op, user_id, shared)
-      SELECT ${at.toISOString()}::timestamptz, e.kind, e.id, e.op, COALESCE(t.user_id, p.owner_id, s.user_id, e.owner),
-        CASE e.kind
-          WHEN 'task' THEN EXISTS (SELECT 1 FROM projects sp WHERE sp.shared
-            AND (sp.id = t.project_id OR sp.id IN (SELECT jsonb_array_elements_text(e.projects)::integer)))
-          WHEN 'project' THEN COALESCE(p.shared, false) OR e.was_shared
-          ELSE false
-        END
-      FROM e
-      LEFT JOIN tasks t ON e.kind = 'task' AND t.id = e.id
-      LEFT JOIN projects p ON e.kind = 'project' AND p.id = e.id
-      LEFT JOIN time_slots s ON e.kind = 'time_slot' AND s.id = e.id
-      WHERE COALESCE(t.user_id, p.owner_id, s.user_id, e.owner) IS NOT NULL
-      ORDER BY e.n
-    )
-    SELECT pg_notify(${CHANGES_CHANNEL}, '1')`.pipe(Effect.asVoid)
+  entries.length === 0
+    ? Effect.void
+    : sql`WITH written AS (${changesInsert(sql, at, entries)}) SELECT pg_notify(${CHANGES_CHANNEL}, '1')`.pipe(Effect.asVoid)
 
 /** A task changed by a writer outside the mutation pipeline (a background job). */
 export const taskEntry = (id: number): Entry => ({ kind: "task", id, op: "upsert", owner: null, projects: [], was_shared: false })

@@ -44,9 +44,10 @@ export class EnrichmentQueue extends Effect.Service<EnrichmentQueue>()("steady/E
 
     /**
      * The queue row of a task just inserted pending, as a statement for the caller to send
-     * together with its next one (see `TaskQueries.wireAfter`): a create that enriches costs
-     * no round trip more than one that does not. The baseline is the task as it is now: fields
-     * that differ from it when the answer arrives were edited by the user and are kept.
+     * together with another (the create sends it with the mutation's commit statement,
+     * `Tx.atCommit`): a create that enriches costs no round trip more than one that does not.
+     * The baseline is the task as it is now: fields that differ from it when the answer
+     * arrives were edited by the user and are kept.
      */
     const createdRow = (task: Row, sourceTitle: string, now: Date) =>
       sql`INSERT INTO ai_enrichment_queue ${queueValues(task, sourceTitle, now.toISOString())}`

@@ -1,14 +1,16 @@
 import * as SqlClient from "@effect/sql/SqlClient"
+import type { Fragment } from "@effect/sql/Statement"
+import * as Crypto from "node:crypto"
 import { Effect } from "effect"
 import type { ActionName, DomainEvent, RowChange, StatName } from "../domain/Changes.js"
-import { type JsonValue, type Row, sameValue } from "../domain/Json.js"
+import { type Row, sameValue } from "../domain/Json.js"
 import { localDate } from "../domain/LocalTime.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { now as clockNow } from "./ServiceClock.js"
 import { normalizeRow, normalizeValue, sqlCast, sqlParam, type TableSpec } from "./Tables.js"
-import { dropOverflow } from "./Webhooks.js"
+import { deliveryWrites } from "./Webhooks.js"
 import { ChangeWakeup } from "./ChangeWakeup.js"
-import { entriesOf, recordChanges } from "./ChangeLog.js"
+import { CHANGES_CHANNEL, changesInsert, entriesOf } from "./ChangeLog.js"
 import { WebhookWakeup } from "./WebhookWakeup.js"
 
 /**
@@ -18,14 +20,36 @@ import { WebhookWakeup } from "./WebhookWakeup.js"
 export interface Tx {
   readonly now: Date
   readonly user: CurrentUserShape
-  readonly insert: (table: TableSpec, values: Row) => Effect.Effect<Row>
+  readonly insert: (table: TableSpec, values: Row, options?: InsertOptions) => Effect.Effect<Row>
+  /** `insert`, with the new row rendered as wire JSON (the table's `wire`) by the same statement. */
+  readonly insertWire: (table: TableSpec, values: Row, options?: InsertOptions) => Effect.Effect<Written>
   /** Writes only the fields whose value differs; returns the changed field names. */
-  readonly update: (
+  readonly update: (table: TableSpec, id: number, values: Row, options?: UpdateOptions) => Effect.Effect<ReadonlyArray<string>>
+  /** `update`, with the row as it leaves the statement rendered as wire JSON (the table's `wire`). */
+  readonly updateWire: (
     table: TableSpec,
     id: number,
     values: Row,
-    options?: { readonly guard?: ReadonlyArray<string> }
-  ) => Effect.Effect<ReadonlyArray<string>>
+    options?: UpdateOptions
+  ) => Effect.Effect<{ readonly fields: ReadonlyArray<string>; readonly wire: Wire }>
+  /**
+   * `updateWire` for the LAST write of a single-row mutation: the UPDATE (and `alsoInsert`)
+   * go out as the first CTEs of the commit statement, saving a round trip. The wire JSON
+   * does not exist yet; what comes back stands for it: put it in events' data and spread it
+   * into the body's result (`{ ...wire, more }`), where the commit statement's rendering
+   * replaces it. Read nothing from it, and read no row after this call. Once per mutation.
+   */
+  readonly updateAtCommit: (
+    table: TableSpec,
+    id: number,
+    values: Row,
+    options: UpdateOptions & { readonly current: Row }
+  ) => Effect.Effect<{ readonly fields: ReadonlyArray<string>; readonly wire: Wire }>
+  /**
+   * A data-modifying statement that needs no answer (a queue row): it goes out with the
+   * commit statement, as one of its CTEs, instead of costing a round trip of its own.
+   */
+  readonly atCommit: (statement: Fragment) => void
   /** Re-creates a row with its old id (undo of a delete, redo of an insert). */
   readonly restoreRow: (table: TableSpec, row: Row) => Effect.Effect<void>
   readonly remove: (table: TableSpec, id: number) => Effect.Effect<void>
@@ -36,6 +60,37 @@ export interface Tx {
   readonly count: (stat: StatName, n?: number, at?: Date) => void
   readonly describe: (description: string) => void
   readonly changes: () => ReadonlyArray<RowChange>
+}
+
+/** A row's wire JSON as the database renders it (e.g. `steady_task_json`). */
+export type Wire = Record<string, unknown>
+
+export interface Written {
+  readonly row: Row
+  readonly wire: Wire
+}
+
+export interface InsertOptions {
+  /**
+   * Columns the database computes in the INSERT itself, e.g. the owner's Inbox: each gets
+   * a function that binds its parameters (`param(value)` gives `$n`) and returns the SQL.
+   */
+  readonly computed?: Readonly<Record<string, (param: (value: unknown) => string) => string>>
+}
+
+export interface UpdateOptions {
+  /** Fields whose current value the undo entry keeps as a guard (see undo). */
+  readonly guard?: ReadonlyArray<string>
+  /**
+   * The row as the caller locked it earlier in this transaction (`FOR UPDATE`), so the
+   * diff needs no second read.
+   */
+  readonly current?: Row
+  /**
+   * A row to insert in the same statement (a CTE), e.g. the completion record of a done:
+   * recorded after the update, as if inserted by `insert` right after it.
+   */
+  readonly alsoInsert?: { readonly table: TableSpec; readonly values: Row }
 }
 
 export interface MutationOptions {
@@ -50,6 +105,53 @@ const placeholders = (table: TableSpec, values: Row, start: number) => {
   const params = columns.map((c) => sqlParam(table.columns[c]!, values[c]!))
   const casts = columns.map((c, i) => `$${start + i}::${sqlCast[table.columns[c]!]}`)
   return { columns, params, casts }
+}
+
+/** The INSERT's column list, values and parameters, computed columns included. */
+const insertParts = (table: TableSpec, values: Row, options: InsertOptions | undefined) => {
+  const { casts, columns, params } = placeholders(table, values, 1)
+  const all = [...params]
+  const param = (value: unknown) => {
+    all.push(value)
+    return `$${all.length}`
+  }
+  const computed = Object.entries(options?.computed ?? {})
+  for (const [column] of computed) if (!(column in table.columns)) throw new Error(`Unknown column ${table.name}.${column}`)
+  return {
+    columns: [...columns, ...computed.map(([column]) => column)],
+    values: [...casts, ...computed.map(([, expression]) => expression(param))],
+    params: all
+  }
+}
+
+/**
+ * Stand-ins for what only the commit statement knows: the wire JSON of its deferred row
+ * (`updateAtCommit`) and the id of the row it inserts with it. The key holds a per-process
+ * random part, and JSON.stringify escapes quotes inside strings, so user text can never
+ * contain the stand-in's serialized form.
+ */
+const NONCE = Crypto.randomBytes(8).toString("hex")
+const PENDING_WIRE_KEY = `@@steady-pending-wire-${NONCE}`
+const PENDING_WIRE_JSON = JSON.stringify({ [PENDING_WIRE_KEY]: true })
+const PENDING_ID = `@@steady-pending-id-${NONCE}`
+const PENDING_ID_JSON = JSON.stringify(PENDING_ID)
+
+/** The body's result with the pending wire spread into it replaced by the rendered one. */
+const resolvePending = <A>(result: A, wire: Wire | undefined): A => {
+  if (wire === undefined || typeof result !== "object" || result === null || !(PENDING_WIRE_KEY in result)) return result
+  const { [PENDING_WIRE_KEY]: _pending, ...rest } = result as Record<string, unknown>
+  return { ...wire, ...rest } as A
+}
+
+/** The deferred write of `updateAtCommit`, as the commit statement's first CTEs. */
+interface Deferred {
+  readonly target: Fragment
+  readonly inserted: Fragment | undefined
+}
+
+const wireOf = (table: TableSpec) => {
+  if (table.wire === undefined) throw new Error(`${table.name} has no wire rendering`)
+  return `${table.wire}(${table.name})`
 }
 
 const checkColumns = (table: TableSpec, values: Row) => {
@@ -80,47 +182,65 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
         const changes: Array<RowChange> = []
         const events: Array<DomainEvent> = []
         const stats = new Map<string, Record<StatName, number>>()
+        const extra: Array<Fragment> = []
+        let deferred: Deferred | undefined
         let description = ""
 
-        const tx: Tx = {
-          now,
-          user: options.user,
-          lock: (table, id) => Effect.orDie(lockRow(table, id)),
-          insert: (table, values) =>
-            Effect.gen(function*() {
-              checkColumns(table, values)
-              const { casts, columns, params } = placeholders(table, values, 1)
-              const rows = yield* sql.unsafe<{ row: Record<string, unknown> }>(
-                `INSERT INTO ${table.name} (${columns.join(", ")}) VALUES (${casts.join(", ")}) RETURNING to_jsonb(${table.name}) AS row`,
-                params
-              )
-              const row = normalizeRow(table, rows[0]!.row)
-              changes.push({ op: "insert", table: table.name, id: Number(row.id), after: row })
-              return row
-            }).pipe(Effect.orDie),
-          update: (table, id, values, updateOptions) =>
-            Effect.gen(function*() {
-              checkColumns(table, values)
-              const current = yield* lockRow(table, id)
-              if (current === undefined) return yield* Effect.dieMessage(`${table.name} ${id} vanished`)
-              const before: Row = {}
-              const after: Row = {}
-              for (const [column, value] of Object.entries(values)) {
-                if (column === table.touch) continue
-                const next = normalizeValue(table.columns[column], value)
-                if (!sameValue(current[column] ?? null, next)) {
-                  before[column] = current[column] ?? null
-                  after[column] = next
-                }
+        const insertRow = (table: TableSpec, values: Row, options: InsertOptions | undefined, wire: boolean) =>
+          Effect.gen(function*() {
+            checkColumns(table, values)
+            const parts = insertParts(table, values, options)
+            const rows = yield* sql.unsafe<{ row: Record<string, unknown>; wire?: Wire }>(
+              `INSERT INTO ${table.name} (${parts.columns.join(", ")}) VALUES (${parts.values.join(", ")})
+               RETURNING to_jsonb(${table.name}) AS row${wire ? `, ${wireOf(table)} AS wire` : ""}`,
+              parts.params
+            )
+            const row = normalizeRow(table, rows[0]!.row)
+            changes.push({ op: "insert", table: table.name, id: Number(row.id), after: row })
+            return { row, wire: rows[0]!.wire ?? {} }
+          }).pipe(Effect.orDie)
+
+        const updateRow = (table: TableSpec, id: number, values: Row, updateOptions: UpdateOptions | undefined, wire: boolean) =>
+          Effect.gen(function*() {
+            checkColumns(table, values)
+            const current = updateOptions?.current ?? (yield* lockRow(table, id))
+            if (current === undefined) return yield* Effect.dieMessage(`${table.name} ${id} vanished`)
+            const before: Row = {}
+            const after: Row = {}
+            for (const [column, value] of Object.entries(values)) {
+              if (column === table.touch) continue
+              const next = normalizeValue(table.columns[column], value)
+              if (!sameValue(current[column] ?? null, next)) {
+                before[column] = current[column] ?? null
+                after[column] = next
               }
-              const changed = Object.keys(after)
-              if (changed.length === 0) return changed
-              const writes: Row = table.touch ? { ...after, [table.touch]: now.toISOString() } : after
-              const { casts, columns, params } = placeholders(table, writes, 2)
-              yield* sql.unsafe(
-                `UPDATE ${table.name} SET ${columns.map((c, i) => `${c} = ${casts[i]}`).join(", ")} WHERE id = $1`,
-                [id, ...params]
-              )
+            }
+            const fields = Object.keys(after)
+            const writes: Row = table.touch ? { ...after, [table.touch]: now.toISOString() } : after
+            const update = placeholders(table, writes, 2)
+            const also = updateOptions?.alsoInsert
+            if (also !== undefined) checkColumns(also.table, also.values)
+            // Without a change there is no UPDATE: the insert's parameters follow the id.
+            const sent = fields.length === 0 ? [] : update.params
+            const insert = also === undefined ? undefined : placeholders(also.table, also.values, 2 + sent.length)
+            const withInsert = also === undefined || insert === undefined
+              ? ""
+              : `WITH inserted AS (INSERT INTO ${also.table.name} (${insert.columns.join(", ")}) VALUES (${insert.casts.join(", ")})
+                 RETURNING to_jsonb(${also.table.name}) AS row) `
+            const returning = [
+              ...(wire ? [`${wireOf(table)} AS wire`] : []),
+              ...(also === undefined ? [] : ["(SELECT row FROM inserted) AS inserted"])
+            ]
+            const text = fields.length === 0
+              ? `${withInsert}SELECT ${returning.join(", ") || "1"} FROM ${table.name} WHERE id = $1`
+              : `${withInsert}UPDATE ${table.name} SET ${update.columns.map((c, i) => `${c} = ${update.casts[i]}`).join(", ")}
+                 WHERE id = $1${returning.length > 0 ? ` RETURNING ${returning.join(", ")}` : ""}`
+            if (fields.length === 0 && returning.length === 0) return { fields, wire: {} }
+            const rows = yield* sql.unsafe<{ wire?: Wire; inserted?: Record<string, unknown> }>(
+              text,
+              [id, ...sent, ...(insert?.params ?? [])]
+            )
+            if (fields.length > 0) {
               const guardFields = updateOptions?.guard ?? []
               const guard: Row = Object.fromEntries(guardFields.map((f) => [f, current[f] ?? null]))
               changes.push(
@@ -128,8 +248,80 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
                   ? { op: "update", table: table.name, id, before, after, guard }
                   : { op: "update", table: table.name, id, before, after }
               )
-              return changed
-            }).pipe(Effect.orDie),
+            }
+            if (also !== undefined) {
+              const row = normalizeRow(also.table, rows[0]!.inserted!)
+              changes.push({ op: "insert", table: also.table.name, id: Number(row.id), after: row })
+            }
+            return { fields, wire: rows[0]?.wire ?? {} }
+          }).pipe(Effect.orDie)
+
+        const updateAtCommit = (table: TableSpec, id: number, values: Row, updateOptions: UpdateOptions & { readonly current: Row }) =>
+          Effect.sync(() => {
+            if (deferred !== undefined) throw new Error("updateAtCommit: one deferred write per mutation")
+            checkColumns(table, values)
+            const current = updateOptions.current
+            const before: Row = {}
+            const after: Row = {}
+            for (const [column, value] of Object.entries(values)) {
+              if (column === table.touch) continue
+              const next = normalizeValue(table.columns[column], value)
+              if (!sameValue(current[column] ?? null, next)) {
+                before[column] = current[column] ?? null
+                after[column] = next
+              }
+            }
+            const fields = Object.keys(after)
+            const writes: Row = table.touch && fields.length > 0 ? { ...after, [table.touch]: now.toISOString() } : after
+            const sets = Object.entries(writes).map(([column, value]) =>
+              sql`${sql.literal(column)} = ${sqlParam(table.columns[column]!, value)}::${sql.literal(sqlCast[table.columns[column]!])}`
+            )
+            // The compact text rendering: it is spliced into the frozen webhook bodies.
+            if (table.wireText === undefined) throw new Error(`${table.name} has no wire rendering`)
+            const wire = sql.literal(`${table.wireText}(${table.name})::text`)
+            const target = fields.length === 0
+              ? sql`target AS (SELECT ${wire} AS wire FROM ${sql.literal(table.name)} WHERE id = ${id})`
+              : sql`target AS (UPDATE ${sql.literal(table.name)} SET ${sql.csv(sets)} WHERE id = ${id} RETURNING ${wire} AS wire)`
+            if (fields.length > 0) {
+              const guardFields = updateOptions.guard ?? []
+              const guard: Row = Object.fromEntries(guardFields.map((f) => [f, current[f] ?? null]))
+              changes.push(
+                guardFields.length > 0
+                  ? { op: "update", table: table.name, id, before, after, guard }
+                  : { op: "update", table: table.name, id, before, after }
+              )
+            }
+            const also = updateOptions.alsoInsert
+            let inserted: Fragment | undefined
+            if (also !== undefined) {
+              checkColumns(also.table, also.values)
+              const columns = Object.keys(also.values)
+              inserted = sql`inserted AS (INSERT INTO ${sql.literal(also.table.name)} (${sql.literal(columns.join(", "))})
+                VALUES (${
+                sql.csv(columns.map((c) =>
+                  sql`${sqlParam(also.table.columns[c]!, also.values[c]!)}::${sql.literal(sqlCast[also.table.columns[c]!])}`
+                ))
+              }) RETURNING id)`
+              const row: Row = { id: PENDING_ID, ...normalizeRow(also.table, also.values) }
+              changes.push({ op: "insert", table: also.table.name, id: PENDING_ID as unknown as number, after: row })
+            }
+            deferred = { target, inserted }
+            return { fields, wire: { [PENDING_WIRE_KEY]: true } as Wire }
+          })
+
+        const tx: Tx = {
+          now,
+          user: options.user,
+          updateAtCommit,
+          lock: (table, id) => Effect.orDie(lockRow(table, id)),
+          insert: (table, values, insertOptions) => Effect.map(insertRow(table, values, insertOptions, false), (w) => w.row),
+          insertWire: (table, values, insertOptions) => insertRow(table, values, insertOptions, true),
+          update: (table, id, values, updateOptions) =>
+            Effect.map(updateRow(table, id, values, updateOptions, false), (u) => u.fields),
+          updateWire: (table, id, values, updateOptions) => updateRow(table, id, values, updateOptions, true),
+          atCommit: (statement) => {
+            extra.push(statement)
+          },
           restoreRow: (table, row) =>
             Effect.gen(function*() {
               const values: Row = Object.fromEntries(
@@ -165,15 +357,18 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
         }
 
         const result = yield* body(tx)
-        const undoId = yield* Effect.orDie(persist(options, tx, changes, events, stats, description))
         const feed = entriesOf(changes)
-        yield* Effect.orDie(recordChanges(sql, tx.now, feed))
-        return [result, undoId, events.length > 0, feed.length > 0] as const
+        const written = yield* Effect.orDie(
+          commitStatement({ options, now, changes, events, stats, description, feed, extra, deferred })
+        )
+        const wire = written.wire === null ? undefined : JSON.parse(written.wire) as Wire
+        return [resolvePending(result, wire), written.undoId, written.deliveries > 0, feed.length > 0] as const
       }).pipe(
         sql.withTransaction,
         Effect.catchTag("SqlError", Effect.die),
-        // After commit: deliveries written by this transaction go out now, not at the next poll.
-        Effect.tap(([, , evented]) => (evented ? wakeup.wake : Effect.void)),
+        // After commit: deliveries written by this transaction go out now, not at the next
+        // poll. No delivery row, no wake-up: the dispatcher's claim query is not free.
+        Effect.tap(([, , delivered]) => (delivered ? wakeup.wake : Effect.void)),
         // The change streams of this instance read the new feed entries now; others hear NOTIFY.
         Effect.tap(([, , , fed]) => (fed ? changeWakeup.wake : Effect.void)),
         Effect.map(([result, undoId]) => [result, undoId] as const)
@@ -182,51 +377,108 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
     const run = <A, E, R>(options: MutationOptions, body: (tx: Tx) => Effect.Effect<A, E, R>) =>
       Effect.map(runWithUndoId(options, body), ([result]) => result)
 
-    const persist = (
-      options: MutationOptions,
-      tx: Tx,
-      changes: ReadonlyArray<RowChange>,
-      events: ReadonlyArray<DomainEvent>,
-      stats: ReadonlyMap<string, Record<StatName, number>>,
-      description: string
-    ) =>
-      Effect.gen(function*() {
-        const userId = options.user.id
-        let undoId: number | null = null
-        if (changes.length > 0 && options.undoable !== false) {
-          const tasksAffected = new Set(changes.filter((c) => c.table === "tasks").map((c) => c.id)).size
-          // A new action makes the undone ones unreachable: the redo stack is cleared.
-          yield* sql`DELETE FROM undo_entries WHERE user_id = ${userId} AND undone`
-          const [entry] = yield* sql<{ id: number }>`
-            INSERT INTO undo_entries (user_id, action, description, changes, tasks_affected, created_at)
-            VALUES (${userId}, ${options.action}, ${description || options.action}, ${JSON.stringify(changes)}::jsonb,
-                    ${tasksAffected}, ${tx.now.toISOString()}::timestamptz)
-            RETURNING id`
-          undoId = entry!.id
+    /**
+     * Everything the pipeline writes besides the body's rows, as ONE statement just before
+     * COMMIT: redo purge and undo entry, outbox events, a delivery per matching active
+     * webhook with its body frozen now (CONTRACT §9), the overflow drop, the day's
+     * statistics, the change-feed rows and their NOTIFY, and any `atCommit` statement.
+     * Parts with nothing to write are left out of the text. Returns the undo entry's id and
+     * how many delivery rows were written.
+     */
+    const commitStatement = (input: {
+      readonly options: MutationOptions
+      readonly now: Date
+      readonly changes: ReadonlyArray<RowChange>
+      readonly events: ReadonlyArray<DomainEvent>
+      readonly stats: ReadonlyMap<string, Record<StatName, number>>
+      readonly description: string
+      readonly feed: ReturnType<typeof entriesOf>
+      readonly extra: ReadonlyArray<Fragment>
+      readonly deferred: Deferred | undefined
+    }) => {
+      const { changes, events, feed, options } = input
+      const userId = options.user.id
+      const at = input.now.toISOString()
+      const ctes: Array<Fragment> = []
+      const { deferred } = input
+      if (deferred !== undefined) {
+        ctes.push(deferred.target)
+        if (deferred.inserted !== undefined) ctes.push(deferred.inserted)
+      }
+      // The stand-ins of `updateAtCommit`, replaced by what the deferred write returns.
+      const withPending = (json: string) => {
+        let out: Fragment = sql`${json}::text`
+        if (deferred !== undefined && json.includes(PENDING_WIRE_JSON)) {
+          out = sql`replace(${out}, ${PENDING_WIRE_JSON}, (SELECT wire FROM target))`
         }
-        const at = tx.now.toISOString()
-        for (const e of events) {
-          yield* sql`INSERT INTO outbox_events (user_id, event, task_id, payload, occurred_at)
-            VALUES (${userId}, ${e.event}, ${e.taskId}, ${JSON.stringify(e.data as JsonValue)}::jsonb, ${at}::timestamptz)`
-          // One delivery per matching active webhook, its body bytes frozen now (CONTRACT §9).
-          const body = JSON.stringify({ event: e.event, timestamp: at, data: e.data })
-          yield* sql`INSERT INTO webhook_deliveries (webhook_id, user_id, delivery_id, event, body, next_attempt_at, created_at)
-            SELECT w.id, w.user_id, gen_random_uuid()::text, ${e.event}, ${body}, ${at}::timestamptz, ${at}::timestamptz
-            FROM webhooks w
-            WHERE w.user_id = ${userId} AND w.active AND w.events @> jsonb_build_array(${e.event}::text)`
+        if (deferred?.inserted !== undefined && json.includes(PENDING_ID_JSON)) {
+          out = sql`replace(${out}, ${PENDING_ID_JSON}, (SELECT id FROM inserted)::text)`
         }
-        if (events.length > 0) yield* dropOverflow(sql, userId, at)
-        for (const [day, { completions, snoozes, tasks_created }] of stats) {
-          if (completions === 0 && tasks_created === 0 && snoozes === 0) continue
-          yield* sql`INSERT INTO daily_stats (user_id, date, completions, tasks_created, snoozes)
-            VALUES (${userId}, ${day}::date, ${completions}, ${tasks_created}, ${snoozes})
-            ON CONFLICT (user_id, date) DO UPDATE SET
-              completions = daily_stats.completions + EXCLUDED.completions,
-              tasks_created = daily_stats.tasks_created + EXCLUDED.tasks_created,
-              snoozes = daily_stats.snoozes + EXCLUDED.snoozes`
-        }
-        return undoId
-      })
+        return out
+      }
+      const undoable = changes.length > 0 && options.undoable !== false
+      if (undoable) {
+        const tasksAffected = new Set(changes.filter((c) => c.table === "tasks").map((c) => c.id)).size
+        // A new action makes the undone ones unreachable: the redo stack is cleared.
+        ctes.push(sql`purge AS (DELETE FROM undo_entries WHERE user_id = ${userId} AND undone)`)
+        ctes.push(sql`undo AS (
+          INSERT INTO undo_entries (user_id, action, description, changes, tasks_affected, created_at)
+          VALUES (${userId}, ${options.action}, ${input.description || options.action}, (${withPending(JSON.stringify(changes))})::jsonb,
+                  ${tasksAffected}, ${at}::timestamptz)
+          RETURNING id)`)
+      }
+      if (events.length > 0) {
+        const rows = events.map((e, n) => ({
+          n,
+          event: e.event,
+          task_id: e.taskId,
+          payload: JSON.stringify(e.data),
+          body: JSON.stringify({ event: e.event, timestamp: at, data: e.data })
+        }))
+        // A deferred row's wire JSON goes into the payloads and the frozen bodies here.
+        const pending = deferred !== undefined && rows.some((r) => r.body.includes(PENDING_WIRE_JSON))
+        ctes.push(
+          pending
+            ? sql`events AS (
+              SELECT e.n, e.event, e.task_id, replace(e.payload, ${PENDING_WIRE_JSON}, w.wire)::jsonb AS payload,
+                replace(e.body, ${PENDING_WIRE_JSON}, w.wire) AS body
+              FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
+                AS e(n integer, event text, task_id integer, payload text, body text)
+              CROSS JOIN (SELECT wire FROM target) w)`
+            : sql`events AS (
+              SELECT e.n, e.event, e.task_id, e.payload::jsonb AS payload, e.body
+              FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
+                AS e(n integer, event text, task_id integer, payload text, body text))`
+        )
+        ctes.push(sql`outbox AS (
+          INSERT INTO outbox_events (user_id, event, task_id, payload, occurred_at)
+          SELECT ${userId}, e.event, e.task_id, e.payload, ${at}::timestamptz FROM events e ORDER BY e.n)`)
+        ctes.push(deliveryWrites(sql, userId, at))
+      }
+      const days = [...input.stats].filter(([, s]) => s.completions !== 0 || s.tasks_created !== 0 || s.snoozes !== 0)
+      if (days.length > 0) {
+        const rows = days.map(([date, s]) => ({ date, ...s }))
+        ctes.push(sql`stats AS (
+          INSERT INTO daily_stats (user_id, date, completions, tasks_created, snoozes)
+          SELECT ${userId}, s.date, s.completions, s.tasks_created, s.snoozes
+          FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS s(date date, completions integer, tasks_created integer, snoozes integer)
+          ON CONFLICT (user_id, date) DO UPDATE SET
+            completions = daily_stats.completions + EXCLUDED.completions,
+            tasks_created = daily_stats.tasks_created + EXCLUDED.tasks_created,
+            snoozes = daily_stats.snoozes + EXCLUDED.snoozes)`)
+      }
+      if (feed.length > 0) ctes.push(sql`feed AS (${changesInsert(sql, input.now, feed)})`)
+      input.extra.forEach((statement, n) => ctes.push(sql`${sql.literal(`extra${n}`)} AS (${statement})`))
+      if (ctes.length === 0) return Effect.succeed({ undoId: null, deliveries: 0, wire: null })
+      return sql<{ undo_id: number | null; deliveries: number; wire: string | null }>`
+        WITH ${sql.join(", ", false)(ctes)}
+        SELECT ${undoable ? sql`(SELECT id FROM undo)` : sql`NULL::integer`} AS undo_id,
+          ${events.length > 0 ? sql`(SELECT count(*) FROM delivered)::int` : sql`0`} AS deliveries,
+          ${deferred !== undefined ? sql`(SELECT wire FROM target)` : sql`NULL::text`} AS wire
+          ${feed.length > 0 ? sql`, pg_notify(${CHANGES_CHANNEL}, '1')` : sql``}`.pipe(
+        Effect.map((rows) => ({ undoId: rows[0]!.undo_id, deliveries: rows[0]!.deliveries, wire: rows[0]!.wire }))
+      )
+    }
 
     return { run, runWithUndoId } as const
   })

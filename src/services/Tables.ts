@@ -12,6 +12,10 @@ export interface TableSpec {
   readonly columns: Readonly<Record<string, ColumnKind>>
   /** Set on every update, and left out of undo diffs. */
   readonly touch?: string
+  /** The SQL function that renders a row as its wire JSON (jsonb), for writes that answer with it. */
+  readonly wire?: string
+  /** The same rendering as compact JSON text (`json`), to splice into frozen webhook bodies. */
+  readonly wireText?: string
 }
 
 const taskColumns = {
@@ -69,7 +73,13 @@ const taskColumns = {
 
 export type TaskColumn = keyof typeof taskColumns
 
-export const TasksTable: TableSpec = { name: "tasks", columns: taskColumns, touch: "updated_at" }
+export const TasksTable: TableSpec = {
+  name: "tasks",
+  columns: taskColumns,
+  touch: "updated_at",
+  wire: "steady_task_json",
+  wireText: "steady_task_wire"
+}
 
 export const ProjectsTable: TableSpec = {
   name: "projects",

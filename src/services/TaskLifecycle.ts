@@ -6,6 +6,7 @@ import { isQuota } from "../domain/TaskRules.js"
 import { type LastCompletion, planDone, planSkip, planSnooze, planUndone, stateOf } from "../domain/Lifecycle.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { Mutations, type Tx } from "./Mutations.js"
+import type { PeriodSettings } from "../domain/QuotaPeriods.js"
 import { Quotas } from "./Quotas.js"
 import { CompletionsTable, TasksTable } from "./Tables.js"
 import { TaskQueries } from "./TaskQueries.js"
@@ -31,23 +32,22 @@ export class TaskLifecycle extends Effect.Service<TaskLifecycle>()("steady/TaskL
                steady_iso(due_at_next) AS due_at_next
         FROM completions WHERE task_id = ${taskId} ORDER BY completed_at DESC, id DESC LIMIT 2`.pipe(Effect.orDie)
 
-    const recordCompletion = (
+    const completionRow = (
       tx: Tx,
       task: Record<string, JsonValue>,
       dueAtWas: string | null,
       dueAtNext: string | null
-    ) =>
-      tx.insert(CompletionsTable, {
-        task_id: Number(task.id),
-        user_id: Number(task.user_id),
-        completed_at: tx.now.toISOString(),
-        due_at_was: dueAtWas,
-        due_at_next: dueAtNext,
-        task_title: task.title ?? "",
-        project_id: Number(task.project_id),
-        is_reminder: Boolean(task.is_reminder),
-        is_tracked: Boolean(task.is_tracked),
-        progress_target: Number(task.progress_target)
+    ): Row => ({
+      task_id: Number(task.id),
+      user_id: Number(task.user_id),
+      completed_at: tx.now.toISOString(),
+      due_at_was: dueAtWas,
+      due_at_next: dueAtNext,
+      task_title: task.title ?? "",
+      project_id: Number(task.project_id),
+      is_reminder: Boolean(task.is_reminder),
+      is_tracked: Boolean(task.is_tracked),
+      progress_target: Number(task.progress_target)
       })
 
     /** done with close_period on a quota: its current period closes early (spec §3). */
@@ -78,17 +78,21 @@ export class TaskLifecycle extends Effect.Service<TaskLifecycle>()("steady/TaskL
 
     /**
      * Marks a locked task done inside a transaction: shared by single and bulk done. The next
-     * occurrence is on the owner's calendar, whoever completes it (README: whose calendar).
+     * occurrence is on the owner's calendar, whoever completes it (README: whose calendar);
+     * a caller that locked the task with it (`lockForWrite`) passes it along. As the last
+     * write of a single done, it goes out with the commit statement (`Tx.updateAtCommit`).
      */
-    const doneStep = (tx: Tx, current: Row) =>
+    const doneStep = (tx: Tx, current: Row, single?: { readonly calendar: PeriodSettings }) =>
       Effect.gen(function*() {
         const id = Number(current.id)
-        const { zone } = yield* quotas.calendarOf(current)
+        const { zone } = single?.calendar ?? (yield* quotas.calendarOf(current))
         const plan = yield* planDone(stateOf(current), zone, tx.now)
-        yield* tx.update(TasksTable, id, plan.writes)
-        yield* recordCompletion(tx, current, plan.dueAtWas, plan.dueAtNext)
+        // The completion record is inserted by the UPDATE's statement.
+        const write = { current, alsoInsert: { table: CompletionsTable, values: completionRow(tx, current, plan.dueAtWas, plan.dueAtNext) } }
+        const { wire: task } = single === undefined
+          ? yield* tx.updateWire(TasksTable, id, plan.writes, write)
+          : yield* tx.updateAtCommit(TasksTable, id, plan.writes, write)
         tx.count("completions")
-        const task = yield* queries.wire(id)
         tx.emit({ event: "task.completed", taskId: id, data: { task: task as JsonValue } })
         return { ...task, was_recurring: plan.wasRecurring, next_due_at: plan.nextDueAt }
       })
@@ -96,8 +100,8 @@ export class TaskLifecycle extends Effect.Service<TaskLifecycle>()("steady/TaskL
     const markDone = (user: CurrentUserShape, id: number) =>
       mutations.run({ user, action: "done" }, (tx) =>
         Effect.gen(function*() {
-          const current = yield* queries.lockVisible(user, id)
-          const result = yield* doneStep(tx, current)
+          const { calendar, current } = yield* queries.lockForWrite(user, id)
+          const result = yield* doneStep(tx, current, { calendar })
           tx.describe(`Marked ${quoted(current.title)} done`)
           return result
         }))

@@ -4,6 +4,7 @@ import { Effect, Option } from "effect"
 import { NotFound } from "../domain/Errors.js"
 import type { Row } from "../domain/Json.js"
 import type { ProjectAccess } from "../domain/Project.js"
+import type { PeriodSettings, WeekStartDay } from "../domain/QuotaPeriods.js"
 import { startOfLocalDay, startOfNextLocalDay } from "../domain/LocalTime.js"
 import { type Page, pageOf } from "../domain/QueryParams.js"
 import type { TaskListQuery } from "../domain/Task.js"
@@ -121,17 +122,6 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
         Effect.orDie
       )
 
-    /**
-     * `wire`, with a statement of the caller's run first in the same round trip (a
-     * data-modifying CTE runs to completion whether or not the query reads it).
-     */
-    const wireAfter = (id: number, first: Fragment) =>
-      sql<{ task: Record<string, unknown> }>`
-        WITH first AS (${first}) SELECT steady_task_json(t) AS task FROM tasks t WHERE t.id = ${id}`.pipe(
-        Effect.map((rows) => rows[0]!.task),
-        Effect.orDie
-      )
-
     /** Locks a task the caller can see, for a mutation; 404 otherwise. */
     const lockVisible = (user: CurrentUserShape, id: number) =>
       sql<{ row: Record<string, unknown> }>`
@@ -139,6 +129,26 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
         Effect.orDie,
         Effect.flatMap((rows) =>
           rows[0] === undefined ? Effect.fail(NotFound.of("Task")) : Effect.succeed(normalizeRow(TasksTable, rows[0].row) as Row)
+        )
+      )
+
+    /**
+     * `lockVisible`, with the owner's calendar (zone, week start) read in the same statement:
+     * a write's anchors and periods are on the owner's calendar, whoever acts on the task.
+     */
+    const lockForWrite = (user: CurrentUserShape, id: number) =>
+      sql<{ row: Record<string, unknown>; timezone: string; week_start: WeekStartDay | null }>`
+        SELECT to_jsonb(t) AS row, u.timezone, u.preferences->>'week_start' AS week_start
+        FROM tasks t JOIN users u ON u.id = t.user_id
+        WHERE t.id = ${id} AND ${visible(user.id)} FOR UPDATE OF t`.pipe(
+        Effect.orDie,
+        Effect.flatMap((rows) =>
+          rows[0] === undefined
+            ? Effect.fail(NotFound.of("Task"))
+            : Effect.succeed({
+              current: normalizeRow(TasksTable, rows[0].row) as Row,
+              calendar: { zone: rows[0].timezone, weekStart: rows[0].week_start ?? "sunday" } satisfies PeriodSettings
+            })
         )
       )
 
@@ -196,8 +206,8 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
       listJson,
       getJson,
       wire,
-      wireAfter,
       lockVisible,
+      lockForWrite,
       counts,
       trashJson,
       projectUsable,

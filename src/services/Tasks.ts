@@ -26,15 +26,18 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
     const quotas = yield* Quotas
     const enrichment = yield* EnrichmentQueue
 
-    /** A quota's current period: set when it becomes a quota or its period rule changes. */
-    const periodWrites = (owner: PeriodSettings, before: Row | undefined, after: Row, now: Date) =>
+    /**
+     * A quota's current period: set when it becomes a quota or its period rule changes. The
+     * owner's calendar is read only then.
+     */
+    const periodWrites = (owner: Effect.Effect<PeriodSettings>, before: Row | undefined, after: Row, now: Date) =>
       Effect.gen(function*() {
         const quota = isQuota({ progress_target: Number(after.progress_target), is_tracked: Boolean(after.is_tracked) })
         const wasQuota = before !== undefined &&
           isQuota({ progress_target: Number(before.progress_target), is_tracked: Boolean(before.is_tracked) })
         if (!quota) return wasQuota ? { progress_period_start: null, progress_period_end: null } : {}
         if (wasQuota && before.rrule === after.rrule) return {}
-        const period = quotas.initialPeriod((after.rrule ?? null) as string | null, owner, now)
+        const period = quotas.initialPeriod((after.rrule ?? null) as string | null, yield* owner, now)
         return {
           progress_period_start: period === undefined ? null : period.start.toISOString(),
           progress_period_end: period === undefined ? null : period.end.toISOString()
@@ -48,30 +51,39 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
           onSome: Effect.succeed
         }))
 
-    const emitUpdated = (tx: Tx, task: Wire, fields: ReadonlyArray<string>) =>
-      tx.emit({ event: "task.updated", taskId: Number(task.id), data: { task: task as JsonValue, fields_changed: [...fields] } })
+    /** `task` may stand for a wire JSON the commit statement renders: the id comes separately. */
+    const emitUpdated = (tx: Tx, id: number, task: Wire, fields: ReadonlyArray<string>) =>
+      tx.emit({ event: "task.updated", taskId: id, data: { task: task as JsonValue, fields_changed: [...fields] } })
 
+    /**
+     * The Inbox is looked up by the INSERT itself, and the new task comes back from it as
+     * wire JSON; the enrichment queue row goes out with the commit statement.
+     */
     const create = (user: CurrentUserShape, input: TaskCreate) => {
       // Queued in the same transaction (durable); enriched in the background (issue 11).
       const enrich = enrichment.enabled && shouldEnrich(input)
       return mutations.run({ user, action: "create" }, (tx) =>
         Effect.gen(function*() {
-          const projectId = input.project_id === undefined
-            ? yield* queries.inboxOf(user.id)
-            : yield* usableProject(user, input.project_id)
-          const base = yield* newTaskRow(input, { now: tx.now, zone: user.timezone, projectId, userId: user.id })
+          const projectId = input.project_id === undefined ? undefined : yield* usableProject(user, input.project_id)
+          const base = yield* newTaskRow(input, { now: tx.now, zone: user.timezone, projectId: projectId ?? 0, userId: user.id })
+          const { project_id: _inbox, ...withoutProject } = base
           // The creator owns the task: its calendar is theirs.
           const row = {
-            ...base,
-            ...(yield* periodWrites(yield* quotas.settingsOf(user.id), undefined, base, tx.now)),
+            ...(projectId === undefined ? withoutProject : base),
+            ...(yield* periodWrites(quotas.settingsOf(user.id), undefined, base, tx.now)),
             ...(enrich ? { enrichment_status: "pending" } : {})
           }
-          const inserted = yield* tx.insert(TasksTable, row)
-          const task = enrich
-            ? yield* queries.wireAfter(Number(inserted.id), enrichment.createdRow(inserted, input.title, tx.now)).pipe(
-              Effect.zipLeft(enrichment.noteQueued)
-            )
-            : yield* queries.wire(Number(inserted.id))
+          const { row: inserted, wire: task } = yield* tx.insertWire(
+            TasksTable,
+            row,
+            projectId === undefined
+              ? { computed: { project_id: (param) => `(SELECT id FROM projects WHERE owner_id = ${param(user.id)} AND is_inbox)` } }
+              : {}
+          )
+          if (enrich) {
+            tx.atCommit(enrichment.createdRow(inserted, input.title, tx.now))
+            yield* enrichment.noteQueued
+          }
           tx.emit({ event: "task.created", taskId: Number(inserted.id), data: { task: task as JsonValue } })
           tx.count("tasks_created")
           tx.describe(`Created ${quoted(task.title)}`)
@@ -79,24 +91,29 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
         })).pipe(Effect.tap(() => (enrich ? enrichment.wake : Effect.void)))
     }
 
+    /**
+     * The task is locked with its owner's calendar; the UPDATE goes out with the commit
+     * statement, and the task comes back from it as wire JSON.
+     */
     const update = (user: CurrentUserShape, id: number, patch: TaskPatch) =>
       mutations.run({ user, action: "edit" }, (tx) =>
         Effect.gen(function*() {
-          const current = yield* queries.lockVisible(user, id)
+          const { calendar, current } = yield* queries.lockForWrite(user, id)
           if (patch.project_id !== undefined && patch.project_id !== current.project_id) {
             const refusal = projectRefusal(yield* queries.projectAccess(patch.project_id), user.id, Number(current.user_id))
             if (refusal !== undefined) return yield* Effect.fail(ValidationError.field("project_id", refusal))
           }
           // Anchors and periods on the owner's calendar, whoever edits (README: whose calendar).
-          const calendar = yield* quotas.calendarOf(current)
           const edits = yield* patchTaskRow(current, patch, { now: tx.now, zone: calendar.zone })
-          const writes = { ...edits, ...(yield* periodWrites(calendar, current, { ...current, ...edits }, tx.now)) }
-          const fields = visibleFields(yield* tx.update(TasksTable, id, writes))
-          const task = yield* queries.wire(id)
+          const writes = { ...edits, ...(yield* periodWrites(Effect.succeed(calendar), current, { ...current, ...edits }, tx.now)) }
+          const written = yield* tx.updateAtCommit(TasksTable, id, writes, { current })
+          const fields = visibleFields(written.fields)
+          const task = written.wire
+          const title = "title" in writes ? writes.title : current.title
           const description = fields.length === 0
-            ? `No changes to ${quoted(task.title)}`
-            : `Edited ${quoted(task.title)} (${fields.join(", ")})`
-          if (fields.length > 0) emitUpdated(tx, task, fields)
+            ? `No changes to ${quoted(title)}`
+            : `Edited ${quoted(title)} (${fields.join(", ")})`
+          if (fields.length > 0) emitUpdated(tx, id, task, fields)
           tx.describe(description)
           return { ...task, fields_changed: fields, description }
         }))
@@ -124,7 +141,7 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
           }
           const fields = yield* tx.update(TasksTable, id, { deleted_at: null })
           const task = yield* queries.wire(id)
-          emitUpdated(tx, task, fields)
+          emitUpdated(tx, id, task, fields)
           tx.describe(`Restored ${quoted(task.title)} from the trash`)
           return task
         }))

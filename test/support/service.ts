@@ -73,7 +73,9 @@ export const makeClient = (baseUrl: string, baseHeaders: Record<string, string> 
  */
 export const startService = async (
   overrides: Partial<AppConfigShape> = {},
-  database?: TestDatabase
+  database?: TestDatabase,
+  /** Built before the service, e.g. a statement observer (support/statements.ts). */
+  extra: Layer.Layer<never> = Layer.empty
 ): Promise<TestService> => {
   const db = database ?? await freshDatabase()
   const config = AppConfig.layerWith({
@@ -91,7 +93,10 @@ export const startService = async (
     ...overrides
   })
   const runtime = ManagedRuntime.make(
-    makeServiceLayer(config).pipe(Layer.orDie, Layer.provide(Logger.minimumLogLevel(LogLevel.Warning)))
+    makeServiceLayer(config).pipe(
+      Layer.orDie,
+      Layer.provide(Layer.merge(Logger.minimumLogLevel(LogLevel.Warning), extra))
+    )
   )
   const address = await runtime.runPromise(Effect.map(HttpServer.HttpServer, (server) => server.address))
   if (address._tag !== "TcpAddress") throw new Error("expected a TCP address")

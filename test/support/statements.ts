@@ -1,0 +1,31 @@
+import { HttpServerRequest } from "@effect/platform"
+import * as Statement from "@effect/sql/Statement"
+import { Context, Effect, FiberRef, FiberRefs, type Layer, Option } from "effect"
+
+/** The request header that names the requests whose statements a test counts. */
+export const STATEMENT_TAG_HEADER = "x-test-statement-tag"
+
+export interface LoggedStatement {
+  /** The tag header of the HTTP request whose fiber sent it; undefined for background work. */
+  readonly tag: string | undefined
+  readonly sql: string
+}
+
+/**
+ * Observes every statement the service sends through its SqlClient (a statement
+ * transformer, so both databases and every query style are seen), attributed to the HTTP
+ * request that sent it. BEGIN and COMMIT do not pass through statements and are not listed.
+ */
+export const statementLog = (): { readonly layer: Layer.Layer<never>; readonly entries: Array<LoggedStatement> } => {
+  const entries: Array<LoggedStatement> = []
+  const layer = Statement.setTransformer((statement, _sql, refs) =>
+    Effect.sync(() => {
+      const context = FiberRefs.getOrDefault(refs, FiberRef.currentContext)
+      const request = Context.getOption(context, HttpServerRequest.HttpServerRequest)
+      const tag = Option.isSome(request) ? request.value.headers[STATEMENT_TAG_HEADER] : undefined
+      entries.push({ tag, sql: statement.compile()[0] })
+      return statement
+    })
+  )
+  return { layer, entries }
+}
