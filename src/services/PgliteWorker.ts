@@ -38,61 +38,53 @@ interface WorkerData {
 }
 
 /**
- * The worker's program. It is sent as source text (a Worker cannot run our TypeScript
- * module under every loader we use: tsx, vitest, the built `dist`), so it may use only its
- * parameters and globals; `load` is the worker's own dynamic `import`.
+ * The worker's program, as JavaScript source: a Worker cannot load our TypeScript module
+ * under every loader we run with (tsx, vitest, the built `dist`), and a stringified function
+ * would carry the loaders' helpers with it. `workerData` is a `WorkerData`; each request is a
+ * `Request` plus its `id`, each answer a `Reply`.
  */
-const workerProgram = async (
-  data: WorkerData,
-  port: { postMessage(value: unknown): void; on(event: "message", listener: (value: any) => void): void },
-  load: (url: string) => Promise<any>
-) => {
-  // PGlite's errors carry PostgreSQL's fields (code, detail, constraint…) as own properties,
-  // which structured cloning would drop: send them as a plain object.
-  const plain = (error: unknown): Record<string, unknown> => {
-    if (typeof error !== "object" || error === null) return { message: String(error) }
-    const out: Record<string, unknown> = {}
-    for (const [key, value] of Object.entries(error)) {
-      if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") out[key] = value
-    }
-    out.name = (error as Error).name
-    out.message = (error as Error).message
-    return out
-  }
-  let db: any
-  try {
-    const { PGlite } = await load(data.pgliteUrl)
-    db = new PGlite(data.dataDir)
-    await db.waitReady
-    await db.exec("SET TIME ZONE 'UTC'")
-  } catch (error) {
-    port.postMessage({ type: "failed", error: plain(error) })
-    return
-  }
-  port.on("message", (message: { id: number; op: string; text: string; params: Array<unknown>; rowMode?: string }) => {
-    const { id } = message
-    // Called synchronously on arrival, so PGlite's queue holds statements in arrival order.
-    const pending: Promise<any> = message.op === "close"
-      ? db.close().then(() => ({ rows: [], fields: [], affectedRows: undefined }))
-      : message.op === "exec"
-      ? db.exec(message.text).then((results: Array<any>) => {
-        // Multi-statement scripts answer with the last statement's rows, as before.
-        const last = results.at(-1)
-        return { rows: last?.rows ?? [], fields: last?.fields ?? [], affectedRows: last?.affectedRows }
-      })
-      : db.query(message.text, message.params, message.rowMode ? { rowMode: message.rowMode } : undefined)
-        .then((result: any) => ({ rows: result.rows, fields: result.fields, affectedRows: result.affectedRows }))
-    pending.then(
-      (result) => port.postMessage({ id, ok: true, result }),
-      (error) => port.postMessage({ id, ok: false, error: plain(error) })
-    )
-  })
-  port.postMessage({ type: "ready" })
-}
-
-const bootstrap = `
+const workerProgram = `
 const { parentPort, workerData } = require("node:worker_threads");
-(${workerProgram.toString()})(workerData, parentPort, (url) => import(url));
+
+// PGlite's errors carry PostgreSQL's fields (code, detail, constraint…) as own properties,
+// which structured cloning would drop: send them as a plain object.
+const plain = (error) => {
+  if (typeof error !== "object" || error === null) return { message: String(error) };
+  const out = {};
+  for (const [key, value] of Object.entries(error)) {
+    if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") out[key] = value;
+  }
+  out.name = error.name;
+  out.message = error.message;
+  return out;
+};
+
+const answer = (result) => ({ rows: result?.rows ?? [], fields: result?.fields ?? [], affectedRows: result?.affectedRows });
+
+const serve = (db) => (message) => {
+  const { id } = message;
+  // Called on arrival, so PGlite's queue holds the statements in the order they were sent.
+  const pending = message.op === "close"
+    ? db.close().then(() => answer(undefined))
+    // Multi-statement scripts answer with the last statement's rows.
+    : message.op === "exec"
+    ? db.exec(message.text).then((results) => answer(results.at(-1)))
+    : db.query(message.text, message.params, message.rowMode ? { rowMode: message.rowMode } : undefined).then(answer);
+  pending.then(
+    (result) => parentPort.postMessage({ id, ok: true, result }),
+    (error) => parentPort.postMessage({ id, ok: false, error: plain(error) })
+  );
+};
+
+import(workerData.pgliteUrl)
+  .then(async ({ PGlite }) => {
+    const db = new PGlite(workerData.dataDir);
+    await db.waitReady;
+    await db.exec("SET TIME ZONE 'UTC'");
+    parentPort.on("message", serve(db));
+    parentPort.postMessage({ type: "ready" });
+  })
+  .catch((error) => parentPort.postMessage({ type: "failed", error: plain(error) }));
 `
 
 /** An error from the worker, with PostgreSQL's fields (code, detail, constraint…) as own properties. */
@@ -110,7 +102,7 @@ export interface PgliteWorker {
 export const startPgliteWorker = (dataDir: string | undefined): Promise<PgliteWorker> =>
   new Promise((resolve, reject) => {
     const pgliteUrl = pathToFileURL(createRequire(import.meta.url).resolve("@electric-sql/pglite")).href
-    const worker = new Worker(bootstrap, { eval: true, workerData: { pgliteUrl, dataDir } satisfies WorkerData })
+    const worker = new Worker(workerProgram, { eval: true, workerData: { pgliteUrl, dataDir } satisfies WorkerData })
     const pending = new Map<number, (error: Error | undefined, result: WorkerResult | undefined) => void>()
     let nextId = 1
     let ready = false
