@@ -2,7 +2,7 @@ import autocannon from "autocannon"
 
 /** One kind of request the benchmark drives, described independently of the server. */
 export interface Scenario {
-  readonly key: "list" | "list50" | "get" | "create" | "patch" | "counts"
+  readonly key: "list" | "list50" | "get" | "create" | "patch" | "done" | "counts"
   readonly label: string
   readonly method: "GET" | "POST" | "PATCH"
   /** The n-th request's path, body and extra headers; n counts up across all connections. */
@@ -15,7 +15,11 @@ export interface Scenario {
   readonly compared: boolean
 }
 
-export const makeScenarios = (ids: { readonly readIds: ReadonlyArray<number>; readonly patchIds: ReadonlyArray<number> }) => {
+export const makeScenarios = (ids: {
+  readonly readIds: ReadonlyArray<number>
+  readonly patchIds: ReadonlyArray<number>
+  readonly doneIds: ReadonlyArray<number>
+}) => {
   const pick = (list: ReadonlyArray<number>, n: number) => list[n % list.length]!
   const scenarios: ReadonlyArray<Scenario> = [
     { key: "list", label: "GET /api/tasks", method: "GET", compared: false, request: () => ({ path: "/api/tasks" }) },
@@ -59,6 +63,14 @@ export const makeScenarios = (ids: { readonly readIds: ReadonlyArray<number>; re
         path: `/api/tasks/${pick(ids.patchIds, n)}`,
         body: JSON.stringify({ title: `Edited task ${n}`, priority: n % 5 })
       })
+    },
+    {
+      // A recurring task stays open and moves to its next occurrence, so it can be done again.
+      key: "done",
+      label: "POST /api/tasks/{id}/done",
+      method: "POST",
+      compared: false,
+      request: (n) => ({ path: `/api/tasks/${pick(ids.doneIds, n)}/done`, body: "{}" })
     },
     { key: "counts", label: "GET /api/tasks/counts", method: "GET", compared: false, request: () => ({ path: "/api/tasks/counts" }) }
   ]

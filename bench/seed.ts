@@ -25,6 +25,8 @@ export interface Seeded {
   readonly readIds: ReadonlyArray<number>
   /** Open one-off tasks of that user, for PATCH. */
   readonly patchIds: ReadonlyArray<number>
+  /** Open recurring tasks of that user (untracked, no progress target), for POST …/done. */
+  readonly doneIds: ReadonlyArray<number>
   readonly taskCount: number
 }
 
@@ -147,12 +149,19 @@ export const seed = async (exec: Exec, options: SeedOptions, now = new Date()): 
        AND NOT is_tracked AND progress_target = 1 ORDER BY (id::bigint * 104729) % 1013, id LIMIT 1000`,
     [main.id]
   )
+  const doneIds = await exec(
+    `SELECT id FROM tasks WHERE user_id = $1 AND deleted_at IS NULL AND archived_at IS NULL AND NOT done
+       AND rrule IS NOT NULL AND due_at IS NOT NULL AND NOT is_tracked AND progress_target = 1
+       ORDER BY (id::bigint * 7919) % 1013, id LIMIT 1000`,
+    [main.id]
+  )
   const [count] = await exec(`SELECT count(*)::int AS n FROM tasks`)
   return {
     token: main.token,
     userId: main.id,
     readIds: readIds.map((r) => Number(r.id)),
     patchIds: patchIds.map((r) => Number(r.id)),
+    doneIds: doneIds.map((r) => Number(r.id)),
     taskCount: Number(count!.n)
   }
 }
