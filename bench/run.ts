@@ -100,15 +100,16 @@ const benchEndpoints = async (database: Database) => {
   const { seeded } = prepared
   log(`${database}: seeded ${seeded.taskCount} tasks`)
   const scenarios = makeScenarios(seeded)
-  const ours = await startOurs(prepared.env)
   // On the embedded database with BENCH_BEFORE_DIST, the earlier build takes the baseline's
   // place, and every scenario is compared (reads first, then the writes, which add rows).
+  // It starts first: its copy of the data directory is taken before ours opens the original.
   const before = database === "embedded" && config.beforeDist !== undefined
   const baseline = before
     ? await startBefore(prepared)
     : prepared.databaseUrl === undefined
     ? undefined
     : await startBaseline(prepared.databaseUrl)
+  const ours = await startOurs(prepared.env)
   const baselineKind: ServerKind = before ? "before" : "baseline"
   try {
     for (const scenario of scenarios) if (scenario.method === "GET") await probe(scenario, ours.baseUrl, seeded.token)

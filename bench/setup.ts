@@ -186,7 +186,7 @@ export const startOurs = async (env: Record<string, string>, dist = Path.join(RO
 export const startBefore = async (prepared: FreshDatabase) => {
   const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "steady-bench-before-"))
   onCleanup(`remove ${dataDir}`, async () => Fs.rmSync(dataDir, { recursive: true, force: true }))
-  Fs.cpSync(prepared.dataDir!, dataDir, { recursive: true })
+  Fs.cpSync(prepared.dataDir!, dataDir, { recursive: true, filter: (source) => Path.basename(source) !== "steady.lock" })
   return startOurs({ DATA_DIR: dataDir }, config.beforeDist!)
 }
 
