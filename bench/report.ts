@@ -4,7 +4,8 @@ import type { LoadResult, Scenario } from "./load.js"
 /** The report of bench/run.ts: one row per scenario, database and server, then the targets. */
 
 export type Database = "postgres" | "embedded"
-export type ServerKind = "ours" | "baseline"
+/** `baseline`: the bare `node:http` + `pg` server; `before`: an earlier build (BENCH_BEFORE_DIST). */
+export type ServerKind = "ours" | "baseline" | "before"
 
 export interface Measurement {
   readonly scenario: Scenario
@@ -62,7 +63,7 @@ const summarize = (measurements: ReadonlyArray<Measurement>): Array<Row> => {
     const { database, scenario, server } = list[0]!
     let roundRatios: Array<number> = []
     if (server === "ours") {
-      const base = measurements.filter((m) => m.database === database && m.scenario.key === scenario.key && m.server === "baseline")
+      const base = measurements.filter((m) => m.database === database && m.scenario.key === scenario.key && m.server !== "ours")
       roundRatios = list.flatMap((m) => {
         const b = base.find((x) => x.round === m.round)
         return b === undefined || b.result.requestsPerSecond === 0 ? [] : [m.result.requestsPerSecond / b.result.requestsPerSecond]
@@ -88,7 +89,7 @@ const summarize = (measurements: ReadonlyArray<Measurement>): Array<Row> => {
 
 export const printReport = (measurements: ReadonlyArray<Measurement>, config: ReportSettings) => {
   const rows = summarize(measurements)
-  const header = ["scenario", "database", "server", "req/s", "p50 ms", "p99 ms", "RSS MiB", "CPU ms/req", "DB CPU ms/req", "ours/baseline"]
+  const header = ["scenario", "database", "server", "req/s", "p50 ms", "p99 ms", "RSS MiB", "CPU ms/req", "DB CPU ms/req", "ours/baseline or before"]
   const cells = rows.map((r) => [
     r.scenario.label,
     r.database,

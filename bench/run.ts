@@ -43,6 +43,8 @@
  *   BENCH_QUOTA_ENDED  of which have an ended period; ×10 later       (1000)
  *   BENCH_QUOTA_USERS  users the quotas are spread over               (100)
  *   BENCH_SKIP_BUILD   1 to use the existing dist/
+ *   BENCH_BEFORE_DIST  the dist/ of an earlier build: endpoints on the embedded database compares
+ *                      it with this one in A/B rounds, every scenario, on copies of one data directory
  */
 import * as Os from "node:os"
 import { aiScenario } from "./ai.js"
@@ -65,6 +67,7 @@ import {
   type ScenarioGroup,
   selected,
   startBaseline,
+  startBefore,
   startOurs
 } from "./setup.js"
 import { webhooksScenario } from "./webhooks.js"
@@ -98,11 +101,23 @@ const benchEndpoints = async (database: Database) => {
   const { seeded } = prepared
   log(`${database}: seeded ${seeded.taskCount} tasks`)
   const scenarios = makeScenarios(seeded)
+  // On the embedded database with BENCH_BEFORE_DIST, the earlier build takes the baseline's
+  // place, and every scenario is compared (reads first, then the writes, which add rows).
+  // It starts first: its copy of the data directory is taken before ours opens the original.
+  const before = database === "embedded" && config.beforeDist !== undefined
+  const baseline = before
+    ? await startBefore(prepared)
+    : prepared.databaseUrl === undefined
+    ? undefined
+    : await startBaseline(prepared.databaseUrl)
   const ours = await startOurs(prepared.env)
-  const baseline = prepared.databaseUrl === undefined ? undefined : await startBaseline(prepared.databaseUrl)
+  const baselineKind: ServerKind = before ? "before" : "baseline"
   try {
     for (const scenario of scenarios) if (scenario.method === "GET") await probe(scenario, ours.baseUrl, seeded.token)
-    const compared = scenarios.filter((s) => s.compared)
+    const readOrder: ReadonlyArray<Scenario["key"]> = ["list50", "get", "list", "counts", "create", "patch", "done"]
+    const compared = before
+      ? readOrder.map((key) => scenarios.find((s) => s.key === key)!)
+      : scenarios.filter((s) => s.compared)
     if (baseline !== undefined) {
       // Writes: the baseline does the bare minimum (bench/baseline.ts), with bodies of its own.
       for (const scenario of compared) {
@@ -113,8 +128,8 @@ const benchEndpoints = async (database: Database) => {
       for (let round = 1; round <= config.rounds; round++) {
         for (const scenario of compared) {
           const order: ReadonlyArray<[ServerKind, Server]> = round % 2 === 1
-            ? [["baseline", baseline], ["ours", ours]]
-            : [["ours", ours], ["baseline", baseline]]
+            ? [[baselineKind, baseline], ["ours", ours]]
+            : [["ours", ours], [baselineKind, baseline]]
           for (const [kind, server] of order) await measure(scenario, database, server, kind, round, seeded.token, prepared.databaseName)
         }
       }
@@ -122,7 +137,7 @@ const benchEndpoints = async (database: Database) => {
       for (const scenario of compared) await measure(scenario, database, ours, "ours", 1, seeded.token, prepared.databaseName)
     }
     // Reads first, then writes, which add rows.
-    const order: ReadonlyArray<Scenario["key"]> = ["list", "counts"]
+    const order: ReadonlyArray<Scenario["key"]> = before ? [] : ["list", "counts"]
     for (const key of order) {
       const scenario = scenarios.find((s) => s.key === key)!
       await probe(scenario, ours.baseUrl, seeded.token)
@@ -148,7 +163,8 @@ const groupSeconds = (group: ScenarioGroup, database: string) => {
   const run = config.duration + config.warmup + 3
   switch (group) {
     case "endpoints":
-      return (database === "postgres" ? 5 * 2 * config.rounds + 2 : 7) * run + 180
+      return (database === "postgres" ? 5 * 2 * config.rounds + 2 : config.beforeDist !== undefined ? 7 * 2 * config.rounds : 7) * run +
+        180
     case "webhooks":
       // Runs, the fast receiver's backlog (up to 90 s a run), the wait for hanging attempts.
       return 3 * 2 * config.rounds * (run + 1) + 2 * config.rounds * 92 + 20 * config.rounds + 180

@@ -43,6 +43,10 @@ export const config = {
   scenarios: listEnv("BENCH_SCENARIOS", ALL_SCENARIOS.join(",")),
   pgUrl: process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test",
   skipBuild: process.env.BENCH_SKIP_BUILD === "1",
+  /** endpoints on the embedded database: an earlier build's `dist` to compare with, in A/B rounds. */
+  beforeDist: process.env.BENCH_BEFORE_DIST === undefined || process.env.BENCH_BEFORE_DIST === ""
+    ? undefined
+    : Path.resolve(process.env.BENCH_BEFORE_DIST),
   /** quota-sweep: quotas seeded, and how many of them have an ended period. */
   quotas: numberEnv("BENCH_QUOTAS", 100_000, 1_000, 1_000_000),
   quotaEnded: numberEnv("BENCH_QUOTA_ENDED", 1_000, 10, 100_000),
@@ -163,16 +167,27 @@ export const prepare = async <T>(database: Database, seedWith: (exec: Exec) => P
   }
 }
 
-export const startOurs = async (env: Record<string, string>) => {
+export const startOurs = async (env: Record<string, string>, dist = Path.join(ROOT, "dist")) => {
   const port = await freePort()
   return startServer({
-    name: "steady",
-    args: [Path.join(ROOT, "dist/src/main.js")],
+    name: dist === Path.join(ROOT, "dist") ? "steady" : "steady-before",
+    args: [Path.join(dist, "src/main.js")],
     env: childEnv({ ...env, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn" }),
     port,
     healthPath: "/api/health",
     startTimeoutMs: 90_000
   })
+}
+
+/**
+ * The earlier build of `BENCH_BEFORE_DIST` on a copy of the prepared data directory (one
+ * directory holds one server), so both builds serve the same rows side by side.
+ */
+export const startBefore = async (prepared: FreshDatabase) => {
+  const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "steady-bench-before-"))
+  onCleanup(`remove ${dataDir}`, async () => Fs.rmSync(dataDir, { recursive: true, force: true }))
+  Fs.cpSync(prepared.dataDir!, dataDir, { recursive: true, filter: (source) => Path.basename(source) !== "steady.lock" })
+  return startOurs({ DATA_DIR: dataDir }, config.beforeDist!)
 }
 
 export const startBaseline = async (databaseUrl: string) => {

@@ -185,3 +185,53 @@ describe("a stop signal under write load (issue 13)", () => {
     expect(exit.at - signalledAt).toBeLessThan(8_000)
   }, 120_000)
 })
+
+describe("a crash under write load", () => {
+  it("SIGKILL loses no acknowledged write: after a restart every task answered 201 is there", async () => {
+    const env = await serviceEnv()
+    const cli = spawnNode("src/cli.ts", ["create-token", "--user", "crash"], env)
+    const created = await cli.exited
+    expect(created.code, cli.output()).toBe(0)
+    const token = cli.output().trim().split("\n").pop()!.trim()
+
+    const service = await startService(env)
+    const agent = new Http.Agent({ keepAlive: true, maxSockets: 8 })
+    const outcomes: Array<Outcome> = []
+    let sending = true
+    let n = 0
+    const clients = Array.from({ length: 8 }, async () => {
+      while (sending) {
+        const outcome = await post(agent, service.port, token, `crash-${n++}`)
+        outcomes.push(outcome)
+        if (outcome.error !== undefined) await new Promise((resolve) => setTimeout(resolve, 20))
+      }
+    })
+    while (outcomes.filter((o) => o.status === 201).length < 60) await new Promise((resolve) => setTimeout(resolve, 20))
+
+    // No stop, no flush: the process (and the embedded database's thread with it) just ends.
+    service.child.kill("SIGKILL")
+    const exit = await service.exited
+    sending = false
+    await Promise.all(clients)
+    agent.destroy()
+    expect(exit.signal).toBe("SIGKILL")
+
+    // The lock the dead process left behind is taken over by the restart.
+    const again = await startService(env)
+    try {
+      const titles = await openTitles(again.port, token)
+      const acknowledged = outcomes.filter((o) => o.status === 201).map((o) => o.title)
+      expect(acknowledged.length).toBeGreaterThanOrEqual(60)
+      expect(acknowledged.filter((title) => !titles.has(title))).toEqual([])
+      // Nothing but 201 or a dropped connection: a crash is not a server error.
+      for (const o of outcomes) {
+        if (o.status !== undefined) expect(o.status).toBe(201)
+        else expect(["ECONNREFUSED", "ECONNRESET", "EPIPE"]).toContain(o.error)
+      }
+    } finally {
+      again.child.kill("SIGTERM")
+      const second = await again.exited
+      expect(second.code).toBe(0)
+    }
+  }, 240_000)
+})

@@ -1,14 +1,15 @@
-import { PGlite } from "@electric-sql/pglite"
 import * as Reactivity from "@effect/experimental/Reactivity"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Scope, Stream } from "effect"
+import { type PgliteWorker, startPgliteWorker, type WorkerResult } from "./PgliteWorker.js"
 
 /**
- * An `SqlClient` over the in-process PostgreSQL (PGlite). Statements compile with the
- * PostgreSQL compiler of `@effect/sql-pg`, so the same SQL runs here and on a server.
+ * An `SqlClient` over the embedded PostgreSQL (PGlite), which runs on a worker thread of its
+ * own (see `PgliteWorker.ts`). Statements compile with the PostgreSQL compiler of
+ * `@effect/sql-pg`, so the same SQL runs here and on a server.
  *
  * PGlite has a single connection. A transaction takes the only permit for its whole
  * lifetime, so no other statement can interleave with it; plain statements wait for it.
@@ -17,24 +18,25 @@ export const makePgliteClient = (dataDir: string | undefined) =>
   Effect.gen(function*() {
     const db = yield* Effect.acquireRelease(
       Effect.tryPromise({
-        try: async () => {
-          const instance = new PGlite(dataDir)
-          await instance.waitReady
-          return instance
-        },
+        try: () => startPgliteWorker(dataDir),
         catch: (cause) => new SqlError({ cause, message: `Could not open the embedded database${dataDir ? ` in ${dataDir}` : ""}` })
       }),
-      (instance) => Effect.promise(() => instance.close()).pipe(Effect.ignore)
+      (worker) => Effect.promise(() => worker.close()).pipe(Effect.ignore)
     )
-    yield* Effect.promise(() => db.exec("SET TIME ZONE 'UTC'"))
 
-    const fail = (cause: unknown) => new SqlError({ cause, message: "Failed to execute statement" })
+    const run = (worker: PgliteWorker, request: Parameters<PgliteWorker["send"]>[0]) =>
+      Effect.async<WorkerResult, SqlError>((resume) =>
+        // Interrupted, the caller stops waiting; the statement still runs, as PGlite cannot cancel one.
+        Effect.sync(worker.send(request, (cause, result) =>
+          resume(
+            cause === undefined
+              ? Effect.succeed(result!)
+              : Effect.fail(new SqlError({ cause, message: "Failed to execute statement" }))
+          )))
+      )
 
     const query = (text: string, params: ReadonlyArray<unknown>, rowMode?: "array") =>
-      Effect.tryPromise({
-        try: () => db.query<any>(text, params as Array<unknown>, rowMode ? { rowMode } : undefined),
-        catch: fail
-      })
+      run(db, { op: "query", text, params, rowMode })
 
     const execute = (
       text: string,
@@ -51,13 +53,7 @@ export const makePgliteClient = (dataDir: string | undefined) =>
       executeUnprepared: (text, params, transformRows) =>
         params.length > 0
           ? execute(text, params, transformRows)
-          : Effect.map(
-            Effect.tryPromise({ try: () => db.exec(text), catch: fail }),
-            (results) => {
-              const rows = (results.at(-1)?.rows ?? []) as ReadonlyArray<any>
-              return transformRows ? transformRows(rows) : rows
-            }
-          ),
+          : Effect.map(run(db, { op: "exec", text }), (result) => transformRows ? transformRows(result.rows) : result.rows),
       executeStream: (text, params, transformRows) =>
         Stream.flatMap(Stream.fromEffect(execute(text, params, transformRows)), Stream.fromIterable)
     }

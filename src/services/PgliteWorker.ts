@@ -1,0 +1,167 @@
+import { createRequire } from "node:module"
+import { pathToFileURL } from "node:url"
+import { Worker } from "node:worker_threads"
+
+/**
+ * PGlite on a worker thread of its own, so SQL runs on one core while the event loop serves
+ * HTTP and JSON on the other. The worker owns the only PGlite instance; the main thread sends
+ * it statements (text and parameters) and gets rows back, one answer per request.
+ *
+ * PGlite queues its calls in the order they are made, and a worker receives messages in the
+ * order they were posted, so statements run in the order the main thread sends them: a
+ * transaction's BEGIN, statements and COMMIT or ROLLBACK keep their order on the one
+ * connection. A caller that stops waiting (an interrupted fiber) does not stop the statement,
+ * exactly as with an in-thread PGlite: its answer is dropped.
+ */
+
+/** What a statement answers: the rows (objects, or arrays in "array" row mode) and PGlite's extras. */
+export interface WorkerResult {
+  readonly rows: Array<any>
+  readonly fields: ReadonlyArray<{ readonly name: string; readonly dataTypeID: number }>
+  readonly affectedRows: number | undefined
+}
+
+type Request =
+  | { readonly op: "query"; readonly text: string; readonly params: ReadonlyArray<unknown>; readonly rowMode: "array" | undefined }
+  | { readonly op: "exec"; readonly text: string }
+  | { readonly op: "close" }
+
+type Reply =
+  | { readonly type: "ready" }
+  | { readonly type: "failed"; readonly error: Record<string, unknown> }
+  | { readonly id: number; readonly ok: true; readonly result: WorkerResult }
+  | { readonly id: number; readonly ok: false; readonly error: Record<string, unknown> }
+
+interface WorkerData {
+  readonly pgliteUrl: string
+  readonly dataDir: string | undefined
+}
+
+/**
+ * The worker's program, as JavaScript source: a Worker cannot load our TypeScript module
+ * under every loader we run with (tsx, vitest, the built `dist`), and a stringified function
+ * would carry the loaders' helpers with it. `workerData` is a `WorkerData`; each request is a
+ * `Request` plus its `id`, each answer a `Reply`.
+ */
+const workerProgram = `
+const { parentPort, workerData } = require("node:worker_threads");
+
+// PGlite's errors carry PostgreSQL's fields (code, detail, constraint…) as own properties,
+// which structured cloning would drop: send them as a plain object.
+const plain = (error) => {
+  if (typeof error !== "object" || error === null) return { message: String(error) };
+  const out = {};
+  for (const [key, value] of Object.entries(error)) {
+    if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") out[key] = value;
+  }
+  out.name = error.name;
+  out.message = error.message;
+  return out;
+};
+
+const answer = (result) => ({ rows: result?.rows ?? [], fields: result?.fields ?? [], affectedRows: result?.affectedRows });
+
+const serve = (db) => (message) => {
+  const { id } = message;
+  // Called on arrival, so PGlite's queue holds the statements in the order they were sent.
+  const pending = message.op === "close"
+    ? db.close().then(() => answer(undefined))
+    // Multi-statement scripts answer with the last statement's rows.
+    : message.op === "exec"
+    ? db.exec(message.text).then((results) => answer(results.at(-1)))
+    : db.query(message.text, message.params, message.rowMode ? { rowMode: message.rowMode } : undefined).then(answer);
+  pending.then(
+    (result) => parentPort.postMessage({ id, ok: true, result }),
+    (error) => parentPort.postMessage({ id, ok: false, error: plain(error) })
+  );
+};
+
+import(workerData.pgliteUrl)
+  .then(async ({ PGlite }) => {
+    const db = new PGlite(workerData.dataDir);
+    await db.waitReady;
+    await db.exec("SET TIME ZONE 'UTC'");
+    parentPort.on("message", serve(db));
+    parentPort.postMessage({ type: "ready" });
+  })
+  .catch((error) => parentPort.postMessage({ type: "failed", error: plain(error) }));
+`
+
+/** An error from the worker, with PostgreSQL's fields (code, detail, constraint…) as own properties. */
+const revive = (fields: Record<string, unknown>): Error =>
+  Object.assign(new Error(String(fields.message ?? "embedded database error")), fields)
+
+export interface PgliteWorker {
+  /** Sends one request; `done` is called once with its answer, unless `cancel` ran first. */
+  readonly send: (request: Request, done: (error: Error | undefined, result: WorkerResult | undefined) => void) => () => void
+  /** Closes PGlite (flushing its files) and ends the thread. */
+  readonly close: () => Promise<void>
+}
+
+/** Starts the worker and waits until PGlite is open in `dataDir` (in memory when undefined). */
+export const startPgliteWorker = (dataDir: string | undefined): Promise<PgliteWorker> =>
+  new Promise((resolve, reject) => {
+    const pgliteUrl = pathToFileURL(createRequire(import.meta.url).resolve("@electric-sql/pglite")).href
+    const worker = new Worker(workerProgram, { eval: true, workerData: { pgliteUrl, dataDir } satisfies WorkerData })
+    const pending = new Map<number, (error: Error | undefined, result: WorkerResult | undefined) => void>()
+    let nextId = 1
+    let ready = false
+    let gone: Error | undefined
+
+    // A dead thread fails everything waiting on it, and everything sent after.
+    const fail = (error: Error) => {
+      gone ??= error
+      if (!ready) {
+        reject(error)
+        void worker.terminate()
+      }
+      for (const done of pending.values()) done(gone, undefined)
+      pending.clear()
+    }
+    worker.on("error", fail)
+    worker.on("exit", (code) => fail(new Error(`The embedded database's thread exited (code ${code})`)))
+    worker.on("message", (reply: Reply) => {
+      if ("type" in reply) {
+        if (reply.type === "ready") {
+          ready = true
+          resolve(handle)
+        } else {
+          fail(revive(reply.error))
+        }
+        return
+      }
+      const done = pending.get(reply.id)
+      if (done === undefined) return
+      pending.delete(reply.id)
+      if (reply.ok) done(undefined, reply.result)
+      else done(revive(reply.error), undefined)
+    })
+
+    const send: PgliteWorker["send"] = (request, done) => {
+      if (gone !== undefined) {
+        done(gone, undefined)
+        return () => {}
+      }
+      const id = nextId++
+      try {
+        worker.postMessage({ ...request, id })
+      } catch (error) {
+        // A parameter that cannot be copied to the thread (a function, a class with private state).
+        done(error instanceof Error ? error : new Error(String(error)), undefined)
+        return () => {}
+      }
+      pending.set(id, done)
+      return () => {
+        pending.delete(id)
+      }
+    }
+
+    const close = async () => {
+      if (gone === undefined) {
+        await new Promise<void>((closed) => send({ op: "close" }, () => closed()))
+      }
+      await worker.terminate()
+    }
+
+    const handle: PgliteWorker = { send, close }
+  })

@@ -1,0 +1,82 @@
+import * as SqlClient from "@effect/sql/SqlClient"
+import { Effect, Exit, Fiber, Layer, ManagedRuntime } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { layerPglite } from "../src/services/PgliteClient.js"
+
+/** The embedded client on its own thread, over an in-memory database (no DATA_DIR needed). */
+const runtime = ManagedRuntime.make(layerPglite(undefined).pipe(Layer.orDie))
+afterAll(() => runtime.dispose())
+// Boots the thread and PGlite before anything is timed.
+beforeAll(() => runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT 1`)), 120_000)
+
+const run = <A, E>(effect: Effect.Effect<A, E, SqlClient.SqlClient>) => runtime.runPromise(effect)
+const count = (table: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ n: number }>`SELECT count(*)::int AS n FROM ${sql(table)}`).pipe(
+    Effect.map((rows) => rows[0]!.n)
+  )
+
+describe("the embedded database on its own thread", () => {
+  it("a long statement leaves the event loop free: timers keep firing while it runs", async () => {
+    const gaps: Array<number> = []
+    let last = performance.now()
+    const timer = setInterval(() => {
+      const now = performance.now()
+      gaps.push(now - last)
+      last = now
+    }, 10)
+    const started = performance.now()
+    try {
+      const rows = await run(Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        sql<{ n: number }>`SELECT count(*)::int AS n FROM generate_series(1, 1500000) AS g(i) WHERE i % 7 = 0`))
+      expect(rows[0]!.n).toBe(214285)
+    } finally {
+      clearInterval(timer)
+    }
+    const took = performance.now() - started
+    // On the event loop's thread the statement would hold every timer for its whole duration.
+    expect(took).toBeGreaterThan(200)
+    expect(gaps.length).toBeGreaterThan(3)
+    expect(Math.max(...gaps)).toBeLessThan(took / 2)
+  }, 60_000)
+
+  it("PostgreSQL's error fields survive the thread: a duplicate key is 23505 with its constraint", async () => {
+    await run(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`CREATE TABLE dup (id int PRIMARY KEY)`))
+    await run(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`INSERT INTO dup VALUES (1)`))
+    const exit = await runtime.runPromiseExit(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`INSERT INTO dup VALUES (1)`))
+    expect(Exit.isFailure(exit)).toBe(true)
+    const error = Exit.isFailure(exit) && exit.cause._tag === "Fail" ? exit.cause.error : undefined
+    expect(error?._tag).toBe("SqlError")
+    expect(error?.cause).toMatchObject({ code: "23505", constraint: "dup_pkey" })
+    expect(await run(count("dup"))).toBe(1)
+  })
+
+  it("a statement sent while a transaction is open waits for its COMMIT: it sees all of it or none", async () => {
+    await run(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`CREATE TABLE tx (id int)`))
+    const seen = await run(Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const writer = yield* Effect.fork(sql.withTransaction(Effect.gen(function*() {
+        yield* sql`INSERT INTO tx VALUES (1)`
+        yield* Effect.sleep("150 millis")
+        yield* sql`INSERT INTO tx VALUES (2)`
+      })))
+      yield* Effect.sleep("50 millis")
+      const n = yield* count("tx")
+      yield* Fiber.join(writer)
+      return n
+    }))
+    expect(seen).toBe(2)
+  })
+
+  it("an interrupted transaction rolls back and the connection serves the next one", async () => {
+    await run(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`CREATE TABLE cut (id int)`))
+    await run(Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const writer = yield* Effect.fork(sql.withTransaction(Effect.zipRight(sql`INSERT INTO cut VALUES (1)`, Effect.never)))
+      yield* Effect.sleep("100 millis")
+      yield* Fiber.interrupt(writer)
+    }))
+    expect(await run(count("cut"))).toBe(0)
+    await run(Effect.flatMap(SqlClient.SqlClient, (sql) => sql.withTransaction(sql`INSERT INTO cut VALUES (2)`)))
+    expect(await run(count("cut"))).toBe(1)
+  })
+})
