@@ -124,6 +124,35 @@ const insertParts = (table: TableSpec, values: Row, options: InsertOptions | und
   }
 }
 
+/** The columns `values` really changes (the touch column aside): their old and new values. */
+const diffRow = (table: TableSpec, current: Row, values: Row) => {
+  const before: Row = {}
+  const after: Row = {}
+  for (const [column, value] of Object.entries(values)) {
+    if (column === table.touch) continue
+    const next = normalizeValue(table.columns[column], value)
+    if (!sameValue(current[column] ?? null, next)) {
+      before[column] = current[column] ?? null
+      after[column] = next
+    }
+  }
+  return { before, after }
+}
+
+/** An update as the undo log records it; guard fields keep the values undo must find. */
+const updateChange = (
+  table: TableSpec,
+  id: number,
+  current: Row,
+  before: Row,
+  after: Row,
+  guardFields: ReadonlyArray<string> = []
+): RowChange => {
+  if (guardFields.length === 0) return { op: "update", table: table.name, id, before, after }
+  const guard: Row = Object.fromEntries(guardFields.map((f) => [f, current[f] ?? null]))
+  return { op: "update", table: table.name, id, before, after, guard }
+}
+
 /**
  * Stand-ins for what only the commit statement knows: the wire JSON of its deferred row
  * (`updateAtCommit`) and the id of the row it inserts with it. The key holds a per-process
@@ -205,16 +234,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
             checkColumns(table, values)
             const current = updateOptions?.current ?? (yield* lockRow(table, id))
             if (current === undefined) return yield* Effect.dieMessage(`${table.name} ${id} vanished`)
-            const before: Row = {}
-            const after: Row = {}
-            for (const [column, value] of Object.entries(values)) {
-              if (column === table.touch) continue
-              const next = normalizeValue(table.columns[column], value)
-              if (!sameValue(current[column] ?? null, next)) {
-                before[column] = current[column] ?? null
-                after[column] = next
-              }
-            }
+            const { after, before } = diffRow(table, current, values)
             const fields = Object.keys(after)
             const writes: Row = table.touch ? { ...after, [table.touch]: now.toISOString() } : after
             const update = placeholders(table, writes, 2)
@@ -241,13 +261,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
               [id, ...sent, ...(insert?.params ?? [])]
             )
             if (fields.length > 0) {
-              const guardFields = updateOptions?.guard ?? []
-              const guard: Row = Object.fromEntries(guardFields.map((f) => [f, current[f] ?? null]))
-              changes.push(
-                guardFields.length > 0
-                  ? { op: "update", table: table.name, id, before, after, guard }
-                  : { op: "update", table: table.name, id, before, after }
-              )
+              changes.push(updateChange(table, id, current, before, after, updateOptions?.guard))
             }
             if (also !== undefined) {
               const row = normalizeRow(also.table, rows[0]!.inserted!)
@@ -261,16 +275,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
             if (deferred !== undefined) throw new Error("updateAtCommit: one deferred write per mutation")
             checkColumns(table, values)
             const current = updateOptions.current
-            const before: Row = {}
-            const after: Row = {}
-            for (const [column, value] of Object.entries(values)) {
-              if (column === table.touch) continue
-              const next = normalizeValue(table.columns[column], value)
-              if (!sameValue(current[column] ?? null, next)) {
-                before[column] = current[column] ?? null
-                after[column] = next
-              }
-            }
+            const { after, before } = diffRow(table, current, values)
             const fields = Object.keys(after)
             const writes: Row = table.touch && fields.length > 0 ? { ...after, [table.touch]: now.toISOString() } : after
             const sets = Object.entries(writes).map(([column, value]) =>
@@ -283,13 +288,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
               ? sql`target AS (SELECT ${wire} AS wire FROM ${sql.literal(table.name)} WHERE id = ${id})`
               : sql`target AS (UPDATE ${sql.literal(table.name)} SET ${sql.csv(sets)} WHERE id = ${id} RETURNING ${wire} AS wire)`
             if (fields.length > 0) {
-              const guardFields = updateOptions.guard ?? []
-              const guard: Row = Object.fromEntries(guardFields.map((f) => [f, current[f] ?? null]))
-              changes.push(
-                guardFields.length > 0
-                  ? { op: "update", table: table.name, id, before, after, guard }
-                  : { op: "update", table: table.name, id, before, after }
-              )
+              changes.push(updateChange(table, id, current, before, after, updateOptions.guard))
             }
             const also = updateOptions.alsoInsert
             let inserted: Fragment | undefined
