@@ -43,6 +43,7 @@
  *   BENCH_QUOTA_ENDED  of which have an ended period; ×10 later       (1000)
  *   BENCH_QUOTA_USERS  users the quotas are spread over               (100)
  *   BENCH_SKIP_BUILD   1 to use the existing dist/
+ *   BENCH_KEEP_DATABASE 1 to keep the PostgreSQL database afterwards (to look at its plans)
  *   BENCH_BEFORE_DIST  the dist/ of an earlier build: endpoints on the embedded database compares
  *                      it with this one in A/B rounds, every scenario, on copies of one data directory
  */

@@ -114,6 +114,8 @@ export const freshDatabase = async (database: Database): Promise<FreshDatabase> 
     await admin.end()
   }
   onCleanup(`drop database ${name}`, async () => {
+    // BENCH_KEEP_DATABASE=1 leaves it for a look at its plans afterwards.
+    if (process.env.BENCH_KEEP_DATABASE === "1") return log(`kept database ${name}`)
     const client = new Pg.Client({ connectionString: config.pgUrl })
     await client.connect()
     try {

@@ -72,7 +72,9 @@ export class History extends Effect.Service<History>()("steady/History", {
         const weekStart = dateText(addDays(p.year, p.month, p.day, -back))
         const monthStart = `${pad(p.year, 4)}-${pad(p.month)}-01`
         const [row] = yield* Effect.orDie(sql<{ id: number; completions: number; tasks_created: number; snoozes: number }>`
-          SELECT id, completions, tasks_created, snoozes FROM daily_stats WHERE user_id = ${user.id} AND date = ${today}::date`)
+          SELECT min(id) AS id, sum(completions)::int AS completions, sum(tasks_created)::int AS tasks_created,
+                 sum(snoozes)::int AS snoozes
+          FROM daily_stats WHERE user_id = ${user.id} AND date = ${today}::date`)
         return {
           today: {
             id: row?.id ?? null,
@@ -90,10 +92,12 @@ export class History extends Effect.Service<History>()("steady/History", {
 
     const range = (user: CurrentUserShape, start: string, end: string) =>
       sql`
-        SELECT id, user_id, to_char(date, 'YYYY-MM-DD') AS date, completions, tasks_created, snoozes
+        SELECT min(id) AS id, user_id, to_char(date, 'YYYY-MM-DD') AS date, sum(completions)::int AS completions,
+               sum(tasks_created)::int AS tasks_created, sum(snoozes)::int AS snoozes
         FROM daily_stats WHERE user_id = ${user.id} AND date >= ${start}::date AND date <= ${end}::date
-          -- A day whose counts were all taken back (done then undone) has no stats (spec §4.5).
-          AND (completions <> 0 OR tasks_created <> 0 OR snoozes <> 0)
+        GROUP BY user_id, date
+        -- A day whose counts were all taken back (done then undone) has no stats (spec §4.5).
+        HAVING sum(completions) <> 0 OR sum(tasks_created) <> 0 OR sum(snoozes) <> 0
         ORDER BY date`.pipe(Effect.map((stats) => ({ stats })), Effect.orDie)
 
     const stats = (user: CurrentUserShape, query: StatsQuery): Effect.Effect<object, NotFound> =>

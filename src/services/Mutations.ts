@@ -458,10 +458,10 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
       if (days.length > 0) {
         const rows = days.map(([date, s]) => ({ date, ...s }))
         ctes.push(sql`stats AS (
-          INSERT INTO daily_stats (user_id, date, completions, tasks_created, snoozes)
-          SELECT ${userId}, s.date, s.completions, s.tasks_created, s.snoozes
+          INSERT INTO daily_stats (user_id, date, shard, completions, tasks_created, snoozes)
+          SELECT ${userId}, s.date, steady_stats_shard(), s.completions, s.tasks_created, s.snoozes
           FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS s(date date, completions integer, tasks_created integer, snoozes integer)
-          ON CONFLICT (user_id, date) DO UPDATE SET
+          ON CONFLICT (user_id, date, shard) DO UPDATE SET
             completions = daily_stats.completions + EXCLUDED.completions,
             tasks_created = daily_stats.tasks_created + EXCLUDED.tasks_created,
             snoozes = daily_stats.snoozes + EXCLUDED.snoozes)`)

@@ -1,5 +1,6 @@
 import { Effect, Fiber, FiberRef, Option } from "effect"
 import Pg from "pg"
+import { afterFailure, DEFAULT_CAPACITY, namedQuery, StatementCache } from "./PreparedStatements.js"
 
 /**
  * Client-side bounds on a PostgreSQL server that may be down or frozen. `statement_timeout`
@@ -132,8 +133,26 @@ const describe = (error: unknown): string => {
 type Callback = (error: Error | null, result?: unknown) => void
 
 /** A pg Client whose queries are bounded and whose outcomes feed the tracker. */
-const boundedClient = (tracker: OutageTracker, queryBoundMs: number) =>
+const boundedClient = (tracker: OutageTracker, queryBoundMs: number, preparedStatements: number) =>
   class BoundedClient extends Pg.Client {
+    private readonly statements = new StatementCache(preparedStatements)
+
+    /** The connection's record of parsed statements (pg/lib/connection.js). */
+    private get parsed(): { parsedStatements: Record<string, string | undefined> } | undefined {
+      return (this as unknown as { connection?: { parsedStatements: Record<string, string | undefined> } }).connection
+    }
+
+    /**
+     * Drops a named statement the server really holds (one pg saw parsed): DEALLOCATE of an
+     * unknown name would fail and abort the transaction it is sent in.
+     */
+    private readonly deallocate = (name: string) => {
+      const parsed = this.parsed
+      if (parsed?.parsedStatements[name] === undefined) return
+      delete parsed.parsedStatements[name]
+      ;(super.query as any)(`DEALLOCATE ${name}`, () => undefined)
+    }
+
     override connect(callback?: any): any {
       const observe = (error: Error | null | undefined) => {
         if (error) {
@@ -175,10 +194,14 @@ const boundedClient = (tracker: OutageTracker, queryBoundMs: number) =>
         this.end().catch(() => undefined)
         ;(done as Callback)(error)
       }, bound)
+      const named = namedQuery(this.statements, config, valuesIsCallback ? undefined : values, this.deallocate)
       const finish: Callback = (error, result) => {
         if (settled) return
         settled = true
         if (timer !== undefined) clearTimeout(timer)
+        if (named !== undefined && error !== null && error !== undefined) {
+          afterFailure(this.statements, named, error, this.parsed, this.deallocate)
+        }
         if (error === null || error === undefined) tracker.answered()
         else if (isConnectionFailure(error)) {
           tracker.failed(error)
@@ -186,6 +209,7 @@ const boundedClient = (tracker: OutageTracker, queryBoundMs: number) =>
         } else tracker.mark(error)
         ;(done as Callback)(error, result)
       }
+      if (named !== undefined) return (super.query as any)(named, finish)
       return valuesIsCallback ? (super.query as any)(config, finish) : (super.query as any)(config, values, finish)
     }
   }
@@ -197,6 +221,8 @@ export interface GuardedPoolOptions {
   readonly queryBoundMs: number
   readonly statementTimeoutMs: number
   readonly tracker: OutageTracker
+  /** Statements each connection keeps prepared (0: none, every statement unnamed). */
+  readonly preparedStatements?: number
 }
 
 /**
@@ -212,7 +238,7 @@ export const makeGuardedPool = (options: GuardedPoolOptions) => {
     statement_timeout: options.statementTimeoutMs,
     options: "-c TimeZone=UTC",
     application_name: "steady",
-    Client: boundedClient(options.tracker, options.queryBoundMs) as unknown as new() => Pg.ClientBase
+    Client: boundedClient(options.tracker, options.queryBoundMs, options.preparedStatements ?? DEFAULT_CAPACITY) as unknown as new() => Pg.ClientBase
   })
   // Queue-wait timeouts come from the pool, not from a client: mark them while down too.
   const connect = pool.connect.bind(pool) as (cb: (error: Error | undefined, client?: Pg.PoolClient, done?: unknown) => void) => void

@@ -183,11 +183,11 @@ export const closeBatch = (
     if (stats.size > 0) {
       // In key order, so two batches touching the same users' days never deadlock.
       yield* sql`
-        INSERT INTO daily_stats (user_id, date, completions, tasks_created, snoozes)
-        SELECT x.user_id, x.date, x.n, 0, 0
+        INSERT INTO daily_stats (user_id, date, shard, completions, tasks_created, snoozes)
+        SELECT x.user_id, x.date, steady_stats_shard(), x.n, 0, 0
         FROM jsonb_to_recordset(${JSON.stringify([...stats.values()])}::jsonb) AS x(user_id int, date date, n int)
         ORDER BY x.user_id, x.date
-        ON CONFLICT (user_id, date) DO UPDATE SET completions = daily_stats.completions + EXCLUDED.completions`
+        ON CONFLICT (user_id, date, shard) DO UPDATE SET completions = daily_stats.completions + EXCLUDED.completions`
     }
     return { closed: periods.length, claimed: rows.length, cursor } satisfies BatchResult
   }).pipe(sql.withTransaction, Effect.orDie, Effect.withSpan("QuotaSweep.closeBatch"))

@@ -56,8 +56,9 @@ export const outboxEvents = (service: TestService, userId: number) =>
 
 export const dailyStats = (service: TestService, userId: number) =>
   query<StatsRow>(service, (sql) =>
-    sql<StatsRow>`SELECT date::text AS date, completions, tasks_created, snoozes
-      FROM daily_stats WHERE user_id = ${userId} ORDER BY date`)
+    sql<StatsRow>`SELECT date::text AS date, sum(completions)::int AS completions, sum(tasks_created)::int AS tasks_created,
+        sum(snoozes)::int AS snoozes
+      FROM daily_stats WHERE user_id = ${userId} GROUP BY date ORDER BY date`)
 
 /**
  * Everything a write could touch, for "nothing changed" checks: every task as the wire
