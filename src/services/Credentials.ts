@@ -2,6 +2,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Option } from "effect"
 import * as Crypto from "node:crypto"
 import { Conflict, NotFound } from "../domain/Errors.js"
+import { CredentialCache } from "./CredentialCache.js"
 import { userFromRow } from "./CurrentUser.js"
 import { now } from "./ServiceClock.js"
 
@@ -44,8 +45,10 @@ const toUser = userFromRow
 
 /** API tokens and the browser sessions minted from them; only digests are stored. */
 export class Credentials extends Effect.Service<Credentials>()("steady/Credentials", {
+  dependencies: [CredentialCache.Default],
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const cache = yield* CredentialCache
 
     const insertToken = (userId: number, name: string) =>
       Effect.gen(function*() {
@@ -84,12 +87,13 @@ export class Credentials extends Effect.Service<Credentials>()("steady/Credentia
     const deleteToken = (userId: number, id: number) =>
       sql<{ id: number }>`DELETE FROM api_tokens WHERE id = ${id} AND user_id = ${userId} RETURNING id`.pipe(
         Effect.orDie,
-        Effect.flatMap((rows) => rows.length === 0 ? Effect.fail(NotFound.of("Token")) : Effect.void)
+        Effect.flatMap((rows) => rows.length === 0 ? Effect.fail(NotFound.of("Token")) : Effect.void),
+        cache.revoking
       )
 
     const verifyToken = (token: string) => {
       const digest = sha256(token)
-      return sql<CredentialRow>`
+      return cache.lookup(digest, sql<CredentialRow>`
         SELECT t.id AS credential_id, t.token_hash AS digest, u.id, u.username, u.timezone
         FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE t.token_hash = ${digest}`.pipe(
         Effect.orDie,
@@ -99,7 +103,7 @@ export class Credentials extends Effect.Service<Credentials>()("steady/Credentia
             Option.map((row) => ({ user: toUser(row), tokenId: row.credential_id }))
           )
         )
-      )
+      ))
     }
 
     const createSession = (userId: number, tokenId: number) =>
@@ -133,6 +137,17 @@ export class Credentials extends Effect.Service<Credentials>()("steady/Credentia
     const deleteSession = (secret: string) =>
       sql`DELETE FROM auth_sessions WHERE secret_hash = ${sha256(secret)}`.pipe(Effect.orDie, Effect.asVoid)
 
-    return { createToken, createCappedToken, listTokens, deleteToken, verifyToken, createSession, verifySession, deleteSession } as const
+    return {
+      createToken,
+      createCappedToken,
+      listTokens,
+      deleteToken,
+      verifyToken,
+      createSession,
+      verifySession,
+      deleteSession,
+      /** Runs a write that changes what tokens stand for (a user's name or zone); see CredentialCache. */
+      revoking: cache.revoking
+    } as const
   })
 }) {}

@@ -26,3 +26,6 @@ export const poolStatsOf = (client: object): PoolStats | undefined => {
     waiting: pool.waitingCount
   }
 }
+
+/** The pg pool behind a server `SqlClient`; undefined for the embedded database. */
+export const poolOf = (client: object): Pg.Pool | undefined => pools.get(client)

@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import { NotFound, ValidationError } from "../domain/Errors.js"
 import { type Preferences, type PreferencesPatch, type StoredPreferences, withDefaults } from "../domain/Preferences.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
+import { Credentials } from "./Credentials.js"
 import { Mutations } from "./Mutations.js"
 import { Quotas } from "./Quotas.js"
 
@@ -11,6 +12,7 @@ export class PreferencesService extends Effect.Service<PreferencesService>()("st
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const mutations = yield* Mutations
+    const credentials = yield* Credentials
     const quotas = yield* Quotas
 
     const read = (userId: number, lock = false) =>
@@ -28,8 +30,9 @@ export class PreferencesService extends Effect.Service<PreferencesService>()("st
 
     const get = (user: CurrentUserShape) => read(user.id)
 
+    // The zone is part of what a token stands for (CurrentUser): verified tokens are re-read.
     const update = (user: CurrentUserShape, patch: PreferencesPatch) =>
-      mutations.run({ user, action: "preferences", undoable: false }, (tx) =>
+      credentials.revoking(mutations.run({ user, action: "preferences", undoable: false }, (tx) =>
         Effect.gen(function*() {
           const current = yield* read(user.id, true)
           for (const field of ["default_reminder_slot_id", "quota_prompt_slot_id"] as const) {
@@ -64,7 +67,7 @@ export class PreferencesService extends Effect.Service<PreferencesService>()("st
           }
           tx.describe("Updated preferences")
           return next
-        }))
+        })))
 
     return { get, update } as const
   })
