@@ -1,7 +1,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { Fragment } from "@effect/sql/Statement"
 import * as Crypto from "node:crypto"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import type { ActionName, DomainEvent, RowChange, StatName } from "../domain/Changes.js"
 import { type Row, sameValue } from "../domain/Json.js"
 import { localDate } from "../domain/LocalTime.js"
@@ -12,6 +12,7 @@ import { deliveryWrites } from "./Webhooks.js"
 import { ChangeWakeup } from "./ChangeWakeup.js"
 import { CHANGES_CHANNEL, changesInsert, entriesOf } from "./ChangeLog.js"
 import { WebhookWakeup } from "./WebhookWakeup.js"
+import { commitWithNextStatement } from "./PgGuard.js"
 
 /**
  * What a mutation body writes through. Every row write goes through `insert`, `update`
@@ -357,6 +358,10 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
 
         const result = yield* body(tx)
         const feed = entriesOf(changes)
+        // Our own transaction (not a savepoint in a request-wide one): COMMIT rides with the
+        // commit statement instead of costing a round trip of its own.
+        const transaction = yield* Effect.serviceOption(SqlClient.TransactionConnection)
+        if (Option.isSome(transaction) && transaction.value[1] === 0) commitWithNextStatement(transaction.value[0])
         const written = yield* Effect.orDie(
           commitStatement({ options, now, changes, events, stats, description, feed, extra, deferred })
         )

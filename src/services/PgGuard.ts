@@ -1,6 +1,7 @@
 import { Effect, Fiber, FiberRef, Option } from "effect"
 import Pg from "pg"
 import { afterFailure, DEFAULT_CAPACITY, namedQuery, StatementCache } from "./PreparedStatements.js"
+import { TransactionPipeline } from "./TransactionPipeline.js"
 
 /**
  * Client-side bounds on a PostgreSQL server that may be down or frozen. `statement_timeout`
@@ -136,6 +137,7 @@ type Callback = (error: Error | null, result?: unknown) => void
 const boundedClient = (tracker: OutageTracker, queryBoundMs: number, preparedStatements: number) =>
   class BoundedClient extends Pg.Client {
     private readonly statements = new StatementCache(preparedStatements)
+    readonly transactions = new TransactionPipeline()
 
     /** The connection's record of parsed statements (pg/lib/connection.js). */
     private get parsed(): { parsedStatements: Record<string, string | undefined> } | undefined {
@@ -180,7 +182,10 @@ const boundedClient = (tracker: OutageTracker, queryBoundMs: number, preparedSta
       const done: unknown = valuesIsCallback ? values : callback
       // Promise-style and submittable (cursor) queries are not issued by @effect/sql-pg's
       // statement path; they pass through unchanged.
-      if (typeof done !== "function") return (super.query as any)(config, values, callback)
+      if (typeof done !== "function") {
+        if (this.transactions.takeHeldBegin()) (super.query as any)("BEGIN", () => undefined)
+        return (super.query as any)(config, values, callback)
+      }
       const bound = boundedHere() ? queryBoundMs : undefined
       let settled = false
       const timer = bound === undefined ? undefined : setTimeout(() => {
@@ -209,6 +214,10 @@ const boundedClient = (tracker: OutageTracker, queryBoundMs: number, preparedSta
         } else tracker.mark(error)
         ;(done as Callback)(error, result)
       }
+      const route = this.transactions.route(config, valuesIsCallback ? undefined : values, named, finish)
+      if (route._tag === "AnswerNow") return undefined
+      if (route._tag === "Pipeline") return (super.query as any)(route.query)
+      if (route.flushBegin) (super.query as any)("BEGIN", () => undefined)
       if (named !== undefined) return (super.query as any)(named, finish)
       return valuesIsCallback ? (super.query as any)(config, finish) : (super.query as any)(config, values, finish)
     }
@@ -254,4 +263,16 @@ export const makeGuardedPool = (options: GuardedPoolOptions) => {
     })
   }
   return pool
+}
+
+/**
+ * Has COMMIT sent in one pipeline with the next statement of the transaction on `connection`
+ * (a `TransactionConnection`'s connection); false where that cannot be done (the embedded
+ * database), and the caller's COMMIT then goes out on its own as before.
+ */
+export const commitWithNextStatement = (connection: unknown): boolean => {
+  const pipeline = (connection as { pg?: { transactions?: unknown } } | undefined)?.pg?.transactions
+  if (!(pipeline instanceof TransactionPipeline)) return false
+  pipeline.commitWithNext()
+  return true
 }

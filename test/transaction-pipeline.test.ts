@@ -1,0 +1,141 @@
+import Pg from "pg"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { commitWithNextStatement, makeGuardedPool, OutageTracker } from "../src/services/PgGuard.js"
+import { databaseKind, freshDatabase, type TestDatabase } from "./support/database.js"
+
+/*
+ * Issue 12 item 5: BEGIN goes out in one pipeline with a transaction's first statement, and
+ * COMMIT with the statement its caller marks as the last, so a single-task write is two round
+ * trips. These drive a connection the way @effect/sql's withTransaction does (BEGIN, the
+ * statements, COMMIT or ROLLBACK, each as `query(text, values, callback)`) and check that
+ * what commits, what rolls back and what each statement answers is what separate round trips
+ * gave.
+ */
+
+type Row = Record<string, unknown>
+
+describe.skipIf(databaseKind() !== "postgres")("BEGIN and COMMIT pipelined with the statements", () => {
+  let db: TestDatabase
+  let pool: Pg.Pool
+  let other: Pg.Client
+
+  beforeAll(async () => {
+    db = await freshDatabase()
+    pool = makeGuardedPool({
+      url: db.url!,
+      max: 2,
+      acquireTimeoutMs: 3_000,
+      queryBoundMs: 10_000,
+      statementTimeoutMs: 9_000,
+      tracker: new OutageTracker({ down: () => undefined, up: () => undefined })
+    })
+    other = new Pg.Client({ connectionString: db.url })
+    await other.connect()
+    await other.query("CREATE TABLE items (id int PRIMARY KEY, note text)")
+  })
+  afterAll(async () => {
+    await other.end()
+    await pool.end()
+    await db.drop()
+  })
+
+  /** One statement the way @effect/sql-pg sends it: text, values, callback; the rows back. */
+  const run = (client: Pg.PoolClient, text: string, values: Array<unknown> = []) =>
+    new Promise<Array<Row>>((resolve, reject) =>
+      (client.query as any)(text, values, (error: Error | null, result: { rows?: Array<Row> }) =>
+        error ? reject(error) : resolve(result.rows ?? [])
+      )
+    )
+
+  const stored = async () => (await other.query("SELECT id, note FROM items ORDER BY id")).rows
+
+  /** What @effect/sql's TransactionConnection holds for a reserved pg client. */
+  const asConnection = (client: Pg.PoolClient) => ({ pg: client })
+
+  it("commits with the marked statement: its rows are visible to others before the caller's COMMIT", async () => {
+    const client = await pool.connect()
+    try {
+      expect(await run(client, "BEGIN")).toEqual([])
+      const [first] = await run(client, "INSERT INTO items VALUES ($1, $2) RETURNING id, note", [1, "one"])
+      expect(first).toEqual({ id: 1, note: "one" })
+      expect(await stored()).toEqual([])
+      expect(commitWithNextStatement(asConnection(client))).toBe(true)
+      expect(await run(client, "INSERT INTO items VALUES ($1, $2) RETURNING id", [2, "two"])).toEqual([{ id: 2 }])
+      // Already committed: the caller's COMMIT is answered without a round trip.
+      expect(await stored()).toEqual([{ id: 1, note: "one" }, { id: 2, note: "two" }])
+      expect(await run(client, "COMMIT")).toEqual([])
+      // The connection is out of the transaction: a new one starts cleanly.
+      expect(await run(client, "BEGIN")).toEqual([])
+      expect(await run(client, "SELECT count(*)::int AS n FROM items WHERE id > $1", [0])).toEqual([{ n: 2 }])
+      expect(await run(client, "ROLLBACK")).toEqual([])
+    } finally {
+      client.release()
+    }
+  })
+
+  it("a marked statement that fails commits nothing of the transaction, and ROLLBACK leaves the connection clean", async () => {
+    const client = await pool.connect()
+    try {
+      await run(client, "BEGIN")
+      await run(client, "INSERT INTO items VALUES ($1, $2)", [10, "ten"])
+      commitWithNextStatement(asConnection(client))
+      await expect(run(client, "INSERT INTO items VALUES ($1, $2)", [1, "duplicate"])).rejects.toMatchObject({ code: "23505" })
+      await run(client, "ROLLBACK")
+      expect((await stored()).map((r) => r.id)).not.toContain(10)
+      expect(await run(client, "SELECT $1::int AS ok", [1])).toEqual([{ ok: 1 }])
+      // Not in a transaction any more: a lone statement commits on its own.
+      await run(client, "INSERT INTO items VALUES ($1, $2)", [11, "eleven"])
+      expect((await stored()).map((r) => r.id)).toContain(11)
+    } finally {
+      client.release()
+    }
+  })
+
+  it("a first statement that fails leaves no transaction behind after ROLLBACK", async () => {
+    const client = await pool.connect()
+    try {
+      await run(client, "BEGIN")
+      await expect(run(client, "SELECT * FROM no_such_table WHERE id = $1", [1])).rejects.toMatchObject({ code: "42P01" })
+      await run(client, "ROLLBACK")
+      expect(await run(client, "SELECT count(*)::int AS n FROM items WHERE id = $1", [11])).toEqual([{ n: 1 }])
+    } finally {
+      client.release()
+    }
+  })
+
+  it("statements without parameters and promise-style queries still run inside the transaction", async () => {
+    const client = await pool.connect()
+    try {
+      await run(client, "BEGIN")
+      // Simple protocol: BEGIN joins the string.
+      const [a] = await run(client, "SELECT txid_current()::text AS id")
+      // Promise style (cursors, pg's own): the held BEGIN goes out first, on its own.
+      const b = (await client.query("SELECT txid_current()::text AS id")).rows[0]
+      const [c] = await run(client, "SELECT txid_current()::text AS id, $1::int AS n", [1])
+      expect(b!.id).toBe(a!.id)
+      expect(c!.id).toBe(a!.id)
+      await run(client, "ROLLBACK")
+    } finally {
+      client.release()
+    }
+  })
+
+  it("an empty transaction sends nothing and ends cleanly; ROLLBACK after it too", async () => {
+    const client = await pool.connect()
+    try {
+      await run(client, "BEGIN")
+      await run(client, "COMMIT")
+      await run(client, "BEGIN")
+      await run(client, "ROLLBACK")
+      const [row] = await run(client, "SELECT now() = statement_timestamp() AS alone")
+      expect(row).toEqual({ alone: true })
+    } finally {
+      client.release()
+    }
+  })
+
+  it("the embedded database's connection cannot pipeline: the caller's COMMIT goes out as before", () => {
+    expect(commitWithNextStatement({})).toBe(false)
+    expect(commitWithNextStatement(undefined)).toBe(false)
+  })
+})
