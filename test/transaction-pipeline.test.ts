@@ -134,6 +134,40 @@ describe.skipIf(databaseKind() !== "postgres")("BEGIN and COMMIT pipelined with 
     }
   })
 
+  it("a nested transaction's SAVEPOINT goes with its first statement; rolling back to it undoes only what followed", async () => {
+    const client = await pool.connect()
+    try {
+      await run(client, "BEGIN")
+      await run(client, "INSERT INTO items VALUES ($1, $2)", [20, "kept"])
+      await run(client, "SAVEPOINT effect_sql_1")
+      await run(client, "INSERT INTO items VALUES ($1, $2)", [21, "undone"])
+      await expect(run(client, "INSERT INTO items VALUES ($1, $2)", [20, "duplicate"])).rejects.toMatchObject({ code: "23505" })
+      await run(client, "ROLLBACK TO SAVEPOINT effect_sql_1")
+      await run(client, "COMMIT")
+      const ids = (await stored()).map((r) => r.id)
+      expect(ids).toContain(20)
+      expect(ids).not.toContain(21)
+    } finally {
+      client.release()
+    }
+  })
+
+  it("rolling back to a savepoint no statement followed costs nothing and keeps the transaction", async () => {
+    const client = await pool.connect()
+    try {
+      await run(client, "BEGIN")
+      await run(client, "SAVEPOINT effect_sql_1")
+      await run(client, "ROLLBACK TO SAVEPOINT effect_sql_1")
+      await run(client, "INSERT INTO items VALUES ($1, $2)", [30, "after"])
+      // Still one transaction: nothing visible until COMMIT.
+      expect((await stored()).map((r) => r.id)).not.toContain(30)
+      await run(client, "COMMIT")
+      expect((await stored()).map((r) => r.id)).toContain(30)
+    } finally {
+      client.release()
+    }
+  })
+
   it("the embedded database's connection cannot pipeline: the caller's COMMIT goes out as before", () => {
     expect(commitWithNextStatement({})).toBe(false)
     expect(commitWithNextStatement(undefined)).toBe(false)

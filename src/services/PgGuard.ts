@@ -183,7 +183,7 @@ const boundedClient = (tracker: OutageTracker, queryBoundMs: number, preparedSta
       // Promise-style and submittable (cursor) queries are not issued by @effect/sql-pg's
       // statement path; they pass through unchanged.
       if (typeof done !== "function") {
-        if (this.transactions.takeHeldBegin()) (super.query as any)("BEGIN", () => undefined)
+        for (const held of this.transactions.takeHeld()) (super.query as any)(held, () => undefined)
         return (super.query as any)(config, values, callback)
       }
       const bound = boundedHere() ? queryBoundMs : undefined
@@ -217,7 +217,7 @@ const boundedClient = (tracker: OutageTracker, queryBoundMs: number, preparedSta
       const route = this.transactions.route(config, valuesIsCallback ? undefined : values, named, finish)
       if (route._tag === "AnswerNow") return undefined
       if (route._tag === "Pipeline") return (super.query as any)(route.query)
-      if (route.flushBegin) (super.query as any)("BEGIN", () => undefined)
+      for (const held of route.first) (super.query as any)(held, () => undefined)
       if (named !== undefined) return (super.query as any)(named, finish)
       return valuesIsCallback ? (super.query as any)(config, finish) : (super.query as any)(config, values, finish)
     }

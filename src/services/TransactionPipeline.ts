@@ -3,8 +3,9 @@ import Pg from "pg"
 /**
  * BEGIN and COMMIT without round trips of their own (issue 12 item 5). A transaction from
  * `withTransaction` used to be BEGIN, its statements and COMMIT, each waiting for the
- * previous answer. Now a connection holds BEGIN back and sends it in one pipeline with the
- * transaction's first statement (one Sync, one answer), and a caller that knows which
+ * previous answer. Now a connection holds BEGIN (and a nested transaction's SAVEPOINT) back
+ * and sends it in one pipeline with the next statement (one Sync, one answer); a ROLLBACK
+ * TO a savepoint that never went out is answered without a round trip. A caller that knows which
  * statement is its last (the mutation pipeline's commit statement) has COMMIT sent in the
  * same pipeline after it. The statements, their order and the transaction's outcome are
  * exactly those of the separate round trips:
@@ -17,14 +18,14 @@ import Pg from "pg"
 
 type Done = (error: Error | null, result?: unknown) => void
 
-/** A query sent as [BEGIN] statement [COMMIT] with one Sync. */
+/** A query sent as [held statements] statement [COMMIT] with one Sync. */
 class PipelinedQuery extends (Pg.Query as unknown as new(config: object, values?: unknown, callback?: Done) => object) {
-  constructor(config: object, readonly begin: boolean, readonly commit: boolean, callback: Done) {
+  constructor(config: object, readonly before: ReadonlyArray<string>, readonly commit: boolean, callback: Done) {
     super(config, undefined, callback)
   }
 
   prepare(connection: PgConnection) {
-    if (this.begin) bare(connection, "BEGIN")
+    for (const text of this.before) bare(connection, text)
     ;(Pg.Query.prototype as unknown as { prepare: (c: PgConnection) => void }).prepare.call(this, connection)
   }
 
@@ -53,12 +54,16 @@ interface Result {
   readonly rows?: unknown
 }
 
-/** The statement's own result(s) out of a pipeline's, without BEGIN's and COMMIT's. */
-const ownResults = (result: unknown, begin: boolean, commit: boolean): unknown => {
+/** The statement's own result(s) out of a pipeline's, without the held ones' and COMMIT's. */
+const ownResults = (result: unknown, before: number, commit: boolean): unknown => {
   if (!Array.isArray(result)) return result
-  const own = result.slice(begin ? 1 : 0, commit ? result.length - 1 : result.length) as Array<Result>
+  const own = result.slice(before, commit ? result.length - 1 : result.length) as Array<Result>
   return own.length === 1 ? own[0] : own
 }
+
+/** Statements that change nothing until a later one runs, so they can wait to go with it. */
+const HOLDABLE = /^(BEGIN|SAVEPOINT \w+)$/
+const ROLLBACK_TO = /^ROLLBACK TO SAVEPOINT (\w+)$/
 
 const answerNow = (done: Done) => process.nextTick(() => done(null, { rows: [], command: null, rowCount: null }))
 
@@ -68,19 +73,20 @@ export type Route =
   | { readonly _tag: "AnswerNow" }
   /** Sent as this submittable (a pipeline). */
   | { readonly _tag: "Pipeline"; readonly query: object }
-  /** Sent as asked; `flushBegin` first sends the held-back BEGIN on its own. */
-  | { readonly _tag: "Send"; readonly flushBegin: boolean }
+  /** Sent as asked, after `first` (held statements that could not join it) on their own. */
+  | { readonly _tag: "Send"; readonly first: ReadonlyArray<string> }
 
 /** One connection's pipeline state. */
 export class TransactionPipeline {
-  private beginHeld = false
+  /** BEGIN and SAVEPOINTs answered but not sent yet, in order. */
+  private held: Array<string> = []
   private commitNext = false
   private committed = false
 
-  /** For a query that cannot be pipelined: whether a held-back BEGIN must go out first. */
-  takeHeldBegin(): boolean {
-    const held = this.beginHeld
-    this.beginHeld = false
+  /** For a query that cannot be pipelined: the held statements to send first, on their own. */
+  takeHeld(): ReadonlyArray<string> {
+    const held = this.held
+    this.held = []
     return held
   }
 
@@ -94,22 +100,29 @@ export class TransactionPipeline {
    * statement (or undefined); `done` receives the statement's own answer.
    */
   route(text: unknown, values: unknown, named: object | undefined, done: Done): Route {
-    if (typeof text !== "string") {
-      if (!this.beginHeld) return { _tag: "Send", flushBegin: false }
-      this.beginHeld = false
-      return { _tag: "Send", flushBegin: true }
-    }
-    if (text === "BEGIN" && !this.beginHeld) {
-      this.beginHeld = true
-      this.committed = false
+    if (typeof text !== "string") return { _tag: "Send", first: this.takeHeld() }
+    if (HOLDABLE.test(text)) {
+      if (text === "BEGIN") this.committed = false
+      this.held.push(text)
       answerNow(done)
       return { _tag: "AnswerNow" }
     }
+    const rollbackTo = ROLLBACK_TO.exec(text)
+    if (rollbackTo !== null) {
+      const at = this.held.lastIndexOf(`SAVEPOINT ${rollbackTo[1]}`)
+      if (at >= 0) {
+        // The savepoint never went out, so nothing happened after it.
+        this.held = this.held.slice(0, at + 1)
+        answerNow(done)
+        return { _tag: "AnswerNow" }
+      }
+      return { _tag: "Send", first: this.takeHeld() }
+    }
     if (text === "COMMIT" || text === "ROLLBACK") {
       this.commitNext = false
-      // An empty transaction: nothing was sent, so nothing ends.
-      if (this.beginHeld) {
-        this.beginHeld = false
+      const held = this.takeHeld()
+      // A transaction none of whose statements went out: nothing to end.
+      if (held[0] === "BEGIN") {
         answerNow(done)
         return { _tag: "AnswerNow" }
       }
@@ -119,24 +132,23 @@ export class TransactionPipeline {
         return { _tag: "AnswerNow" }
       }
       this.committed = false
-      return { _tag: "Send", flushBegin: false }
+      // Savepoints never sent need no ending; the transaction they were in does.
+      return { _tag: "Send", first: [] }
     }
-    const begin = this.beginHeld
+    const before = this.takeHeld()
     const commit = this.commitNext
-    if (!begin && !commit) return { _tag: "Send", flushBegin: false }
-    this.beginHeld = false
     this.commitNext = false
+    if (before.length === 0 && !commit) return { _tag: "Send", first: [] }
     const settle: Done = (error, result) => {
       if (commit && (error === null || error === undefined)) this.committed = true
-      done(error, error ? undefined : ownResults(result, begin, commit))
+      done(error, error ? undefined : ownResults(result, before.length, commit))
     }
     const parameterized = Array.isArray(values) && values.length > 0
     if (!parameterized) {
       // The simple protocol takes several statements in one string.
-      const joined = `${begin ? "BEGIN;\n" : ""}${text}${commit ? ";\nCOMMIT" : ""}`
-      return { _tag: "Pipeline", query: new PipelinedQuery({ text: joined, queryMode: "simple" }, false, false, (error, result) => settle(error, result)) }
+      const joined = [...before, text, ...(commit ? ["COMMIT"] : [])].join(";\n")
+      return { _tag: "Pipeline", query: new PipelinedQuery({ text: joined }, [], false, settle) }
     }
-    const config = named ?? { text, values }
-    return { _tag: "Pipeline", query: new PipelinedQuery(config, begin, commit, settle) }
+    return { _tag: "Pipeline", query: new PipelinedQuery(named ?? { text, values }, before, commit, settle) }
   }
 }
