@@ -57,7 +57,7 @@ export const DEFAULT_AI_TUNING: AiTuning = {
   enrichmentRetryDelays: [Duration.seconds(30), Duration.minutes(2), Duration.minutes(10)],
   enrichmentTimeout: Duration.seconds(60),
   enrichmentPoll: Duration.seconds(2),
-  enrichmentBusyPace: Duration.seconds(1),
+  enrichmentBusyPace: Duration.seconds(2),
   breakerThreshold: 5,
   breakerCooldown: Duration.minutes(5),
   quickTakeTimeout: Duration.seconds(20),
