@@ -1,23 +1,15 @@
 import { expect } from "vitest"
+import { Task } from "../../src/domain/Task.js"
 import type { Client } from "./service.js"
 
 /** Wire timestamps: ISO 8601 in UTC with milliseconds and `Z` (CONTRACT §5). */
 export const ISO_MS_Z = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 
 /**
- * Every field of a Task on the wire: spec §2.1 plus is_reminder, is_tracked, snooze_count,
- * is_snoozed and enrichment_status (issue 11).
+ * Every field of a Task on the wire, in order: the `Task` schema's (spec §2.1 plus
+ * is_reminder, is_tracked, snooze_count, is_snoozed and enrichment_status).
  */
-export const TASK_FIELDS = [
-  "id", "user_id", "project_id", "title", "original_title", "short_title", "done", "done_at", "priority",
-  "due_at", "rrule", "recurrence_mode", "anchor_time", "anchor_dow", "anchor_dom", "original_due_at",
-  "target_at", "deadline_at", "horizon", "horizon_set_at", "last_considered_at", "segment_deferred_at",
-  "segment_targeted_at", "target_set_at", "target_auto", "occurrence_at", "deadline_nag_off",
-  "auto_snooze_minutes", "deleted_at", "archived_at", "labels", "notes", "progress_target", "progress_current",
-  "progress_period_start", "quota_prompt_config", "quota_day_state", "completion_count", "skip_count",
-  "first_completed_at", "last_completed_at", "created_at", "updated_at", "is_recurring", "is_reminder",
-  "is_tracked", "snooze_count", "is_snoozed", "enrichment_status"
-] as const
+export const TASK_FIELDS: ReadonlyArray<string> = Object.keys(Task.fields)
 
 /** A timestamp taken from the service clock: well-formed and within `withinMs` after `start`. */
 export const expectServiceTime = (value: unknown, start: Date, withinMs = 10 * 60_000) => {

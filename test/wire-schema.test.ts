@@ -1,0 +1,83 @@
+import { Option, ParseResult, Schema } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { Task } from "../src/domain/Task.js"
+import { startService, type TestService, type TestUser } from "./support/service.js"
+import { createTask, TASK_FIELDS } from "./support/tasks.js"
+
+/*
+ * Issue 12 item 3: the task wire object is rendered by PostgreSQL (`steady_task_wire_text`,
+ * migration 0014) and declared by the `Task` schema the OpenAPI document is built from.
+ * This holds the two together: varied tasks (quota, recurring, snoozed, in a shared project,
+ * trashed) are read back through every path that renders them and decoded with `Task`,
+ * excess keys refused.
+ */
+
+const NOW = new Date("2026-06-10T09:00:00Z")
+const decodeTask = Schema.decodeUnknownEither(Task, { onExcessProperty: "error" })
+
+const expectTaskShape = (value: unknown) => {
+  const decoded = decodeTask(value)
+  if (decoded._tag === "Left") throw new Error(`not a Task: ${ParseResult.TreeFormatter.formatErrorSync(decoded.left)}\n${JSON.stringify(value)}`)
+  // Every field, none twice (the order of keys carries no meaning in JSON, and a create's
+  // answer comes from jsonb, which orders them its own way).
+  expect(Object.keys(value as object).sort()).toEqual([...TASK_FIELDS].sort())
+}
+
+describe("what the database renders is what the Task schema declares", () => {
+  let service: TestService
+  let alice: TestUser
+  let bob: TestUser
+  const ids: Array<number> = []
+
+  beforeAll(async () => {
+    service = await startService({ serviceNow: Option.some(NOW) })
+    alice = await service.user("wire-alice", "America/New_York")
+    bob = await service.user("wire-bob", "Europe/Berlin")
+    const shared = (await bob.api.post("/api/projects", { name: "Household", shared: true })).body.data.id
+    const made = [
+      await createTask(alice.api, { title: "Plain" }),
+      await createTask(alice.api, { title: "Dated, labelled", due_at: "2026-06-11T14:00:00Z", labels: ["a", "b"], priority: 4, notes: "x\ny \"q\" \u00e9" }),
+      await createTask(alice.api, { title: "Recurring", rrule: "FREQ=WEEKLY;BYDAY=MO,WE", due_at: "2026-06-10T13:00:00Z" }),
+      await createTask(alice.api, { title: "Quota", progress_target: 3, rrule: "FREQ=DAILY" }),
+      await createTask(alice.api, { title: "Snoozed", due_at: "2026-06-10T10:00:00Z" }),
+      await createTask(bob.api, { title: "Shared chore", project_id: shared, due_at: "2026-06-12T08:00:00Z" }),
+      await createTask(alice.api, { title: "Trashed" })
+    ]
+    ids.push(...made.map((t) => t.id as number))
+    expect((await alice.api.post(`/api/tasks/${ids[4]}/snooze`, { until: "2026-06-11T10:00:00Z" })).status).toBe(200)
+    expect((await alice.api.post(`/api/tasks/${ids[1]}/done`)).status).toBe(200)
+    expect((await alice.api.post(`/api/tasks/${ids[2]}/done`)).status).toBe(200)
+    expect((await alice.api.delete(`/api/tasks/${ids[6]}`)).status).toBe(200)
+  })
+  afterAll(async () => {
+    await service.stop()
+  })
+
+  it("GET /api/tasks/{id}: every kind of task", async () => {
+    for (const [n, id] of ids.entries()) {
+      const owner = n === 5 ? bob : alice
+      const res = await owner.api.get(`/api/tasks/${id}`)
+      expect(res.status, `task ${id}`).toBe(200)
+      expectTaskShape(res.body.data)
+    }
+  })
+
+  it("lists, the trash, writes' answers and the change feed render the same shape", async () => {
+    const list = (await alice.api.get("/api/tasks?limit=50")).body.data.tasks as Array<unknown>
+    expect(list.length).toBeGreaterThanOrEqual(5)
+    list.forEach(expectTaskShape)
+    const trash = (await alice.api.get("/api/trash")).body.data.tasks as Array<unknown>
+    expect(trash).toHaveLength(1)
+    trash.forEach(expectTaskShape)
+    // A PATCH answers the task followed by what it changed (spec §4.2).
+    const { description, fields_changed, ...patched } = (await alice.api.patch(`/api/tasks/${ids[0]}`, { title: "Renamed" })).body.data
+    expect(fields_changed).toEqual(["title", "short_title"])
+    expect(description).toEqual(expect.any(String))
+    expectTaskShape(patched)
+    expectTaskShape((await alice.api.post("/api/tasks", { title: "Fresh" })).body.data)
+    const changes = (await alice.api.get("/api/changes?limit=100")).body.data.changes as Array<{ kind: string; data: unknown }>
+    const tasks = changes.filter((c) => c.kind === "task" && c.data !== null)
+    expect(tasks.length).toBeGreaterThan(0)
+    tasks.forEach((c) => expectTaskShape(c.data))
+  })
+})
