@@ -3,6 +3,7 @@ import { SqlError } from "@effect/sql/SqlError"
 import { Effect, Exit } from "effect"
 import { IDEMPOTENCY_TTL_MS, MAX_IDEMPOTENCY_KEYS_PER_USER } from "../domain/Idempotency.js"
 import { holdingAfterCommit } from "./AfterCommit.js"
+import { commitWithNextStatement } from "./PgGuard.js"
 import { now as clockNow } from "./ServiceClock.js"
 
 /** A keyed request: whose key, and what the request was (method, path, body hashed). */
@@ -34,21 +35,6 @@ class RollBack<A> {
   constructor(readonly outcome: Outcome<A>) {}
 }
 
-/**
- * A text literal for statements sent as one multi-statement string (no parameters there).
- * The `E''` form escapes backslashes itself, whatever `standard_conforming_strings` says.
- */
-const literal = (value: string) => `E'${value.replace(/\\/g, "\\\\").replace(/'/g, "''")}'`
-
-const integer = (value: number) => {
-  if (!Number.isSafeInteger(value)) throw new Error(`not an integer: ${value}`)
-  return String(value)
-}
-
-/** PostgreSQL answers a multi-statement string with one row list per statement, PGlite with the last. */
-const lastRows = <Row>(result: ReadonlyArray<unknown>): ReadonlyArray<Row> =>
-  (result.length > 0 && Array.isArray(result[0]) ? result[result.length - 1] : result) as ReadonlyArray<Row>
-
 interface FoundRow {
   readonly locked: boolean
   readonly fingerprint: string | null
@@ -66,28 +52,39 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
 
     /**
      * The key's transaction-scoped advisory lock (held by whoever runs the key until it
-     * commits, on any instance) and a live record, read in the round trip that begins.
+     * commits, on any instance) and a live record. On a PostgreSQL server it goes out in one
+     * round trip with the BEGIN before it (TransactionPipeline).
      */
-    const beginAndClaim = (request: KeyedRequest, now: Date) =>
-      `BEGIN;
-      SELECT pg_try_advisory_xact_lock(hashtextextended(${literal(`${request.userId}:${request.key}`)}, 0)) AS locked,
+    const CLAIM = `
+      SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS locked,
              k.fingerprint, k.status, k.content_type, k.body
       FROM (SELECT 1) AS one
-      LEFT JOIN idempotency_keys k
-        ON k.user_id = ${integer(request.userId)} AND k.key = ${literal(request.key)}
-       AND k.expires_at > ${literal(now.toISOString())}::timestamptz`
+      LEFT JOIN idempotency_keys k ON k.user_id = $2 AND k.key = $3 AND k.expires_at > $4::timestamptz`
+    const claimParams = (request: KeyedRequest, now: Date) => [
+      `${request.userId}:${request.key}`,
+      request.userId,
+      request.key,
+      now.toISOString()
+    ]
 
-    // An expired record that the purge has not dropped yet is taken over.
-    const recordAndCommit = (request: KeyedRequest, answer: StoredAnswer, now: Date) =>
-      `INSERT INTO idempotency_keys (user_id, key, fingerprint, status, content_type, body, created_at, expires_at)
-      VALUES (${integer(request.userId)}, ${literal(request.key)}, ${literal(request.fingerprint)}, ${integer(answer.status)},
-              ${answer.contentType === null ? "NULL" : literal(answer.contentType)}, ${literal(answer.body)},
-              ${literal(now.toISOString())}::timestamptz,
-              ${literal(new Date(now.getTime() + IDEMPOTENCY_TTL_MS).toISOString())}::timestamptz)
+    // An expired record that the purge has not dropped yet is taken over. On a PostgreSQL
+    // server COMMIT goes out with it, in one round trip.
+    const RECORD = `
+      INSERT INTO idempotency_keys (user_id, key, fingerprint, status, content_type, body, created_at, expires_at)
+      VALUES ($1, $2, $3, $4, $5, $6, $7::timestamptz, $8::timestamptz)
       ON CONFLICT (user_id, key) DO UPDATE SET
         fingerprint = EXCLUDED.fingerprint, status = EXCLUDED.status, content_type = EXCLUDED.content_type,
-        body = EXCLUDED.body, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at;
-      COMMIT`
+        body = EXCLUDED.body, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at`
+    const recordParams = (request: KeyedRequest, answer: StoredAnswer, now: Date) => [
+      request.userId,
+      request.key,
+      request.fingerprint,
+      answer.status,
+      answer.contentType,
+      answer.body,
+      now.toISOString(),
+      new Date(now.getTime() + IDEMPOTENCY_TTL_MS).toISOString()
+    ]
 
     /**
      * Runs `write` once per key: in one transaction with the record of its answer, so a
@@ -96,7 +93,8 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
      * leaves the key free. After-commit work of the write (wake-ups) waits for the commit.
      *
      * The transaction is driven by hand rather than by `withTransaction`, so that BEGIN
-     * goes with the claim and the record with COMMIT, each pair in one round trip: the row
+     * goes with the claim and the record with COMMIT, each pair in one round trip (on the
+     * embedded database they are separate statements, with no network between): the row
      * locks a write takes (a user's daily statistics row) are held until COMMIT, so every
      * round trip after the write would serialise that user's writes for longer.
      */
@@ -114,7 +112,8 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
           const now = yield* clockNow
           const unprepared = (text: string) => conn.executeUnprepared(text, [], undefined)
           return yield* Effect.gen(function*() {
-            const found = lastRows<FoundRow>(yield* unprepared(beginAndClaim(request, now)))[0]!
+            yield* unprepared("BEGIN")
+            const found = (yield* conn.execute(CLAIM, claimParams(request, now), undefined))[0] as FoundRow
             if (!found.locked) return yield* Effect.fail(new RollBack<A>({ _tag: "Busy" }))
             if (found.status !== null) {
               return yield* Effect.fail(
@@ -128,7 +127,9 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
             const value = yield* Effect.provideService(write, SqlClient.TransactionConnection, [conn, 0] as const)
             const answer = yield* keep(value)
             if (answer === undefined) return yield* Effect.fail(new RollBack<A>({ _tag: "Ran", value }))
-            yield* unprepared(recordAndCommit(request, answer, now))
+            const commitRides = commitWithNextStatement(conn)
+            yield* conn.execute(RECORD, recordParams(request, answer, now), undefined)
+            if (!commitRides) yield* unprepared("COMMIT")
             return { _tag: "Ran", value } as Outcome<A>
           }).pipe(
             // Also after a failed COMMIT (PostgreSQL then only warns), so the connection
