@@ -20,6 +20,28 @@ const NOW = new Date("2026-03-10T03:00:00Z")
 describe("verified tokens kept in memory", () => {
   let service: TestService
 
+  /** A statement run by hand, from outside the service. */
+  const bySql = async (text: string, values: Array<unknown>) => {
+    const admin = new Pg.Client({ connectionString: service.database.url })
+    await admin.connect()
+    try {
+      await admin.query(text, values)
+    } finally {
+      await admin.end()
+    }
+  }
+
+  /** `read` again every 20 ms until it gives `wanted` or 2 s have passed; the last value. */
+  const within2s = async <A>(read: () => Promise<A>, wanted: A): Promise<A> => {
+    let value = await read()
+    const until = Date.now() + 2_000
+    while (value !== wanted && Date.now() < until) {
+      await sleep(20)
+      value = await read()
+    }
+    return value
+  }
+
   beforeAll(async () => {
     service = await startService({ serviceNow: Option.some(NOW) })
   })
@@ -62,41 +84,15 @@ describe("verified tokens kept in memory", () => {
     const user = await service.user("cache-by-hand")
     expect((await user.api.get("/api/tasks")).status).toBe(200)
     expect((await user.api.get("/api/tasks")).status).toBe(200)
-    const admin = new Pg.Client({ connectionString: service.database.url })
-    await admin.connect()
-    try {
-      await admin.query("DELETE FROM api_tokens WHERE user_id = $1", [user.id])
-    } finally {
-      await admin.end()
-    }
-    let status = 0
-    const until = Date.now() + 2_000
-    while (Date.now() < until) {
-      status = (await user.api.get("/api/tasks")).status
-      if (status === 401) break
-      await sleep(20)
-    }
-    expect(status).toBe(401)
+    await bySql("DELETE FROM api_tokens WHERE user_id = $1", [user.id])
+    expect(await within2s(async () => (await user.api.get("/api/tasks")).status, 401)).toBe(401)
   })
 
   it.skipIf(databaseKind() !== "postgres")("a zone changed by hand in SQL applies within moments", async () => {
     const user = await service.user("cache-zone-by-hand", "UTC")
     await createTask(user.api, { title: "Noon", due_at: "2026-03-10T12:00:00Z" })
     expect((await user.api.get("/api/tasks/counts")).body.data.today).toBe(1)
-    const admin = new Pg.Client({ connectionString: service.database.url })
-    await admin.connect()
-    try {
-      await admin.query("UPDATE users SET timezone = 'America/Los_Angeles' WHERE id = $1", [user.id])
-    } finally {
-      await admin.end()
-    }
-    let today = -1
-    const until = Date.now() + 2_000
-    while (Date.now() < until) {
-      today = (await user.api.get("/api/tasks/counts")).body.data.today
-      if (today === 0) break
-      await sleep(20)
-    }
-    expect(today).toBe(0)
+    await bySql("UPDATE users SET timezone = 'America/Los_Angeles' WHERE id = $1", [user.id])
+    expect(await within2s(async () => (await user.api.get("/api/tasks/counts")).body.data.today, 0)).toBe(0)
   })
 })

@@ -49,12 +49,21 @@ describe.skipIf(databaseKind() !== "postgres")("BEGIN and COMMIT pipelined with 
 
   const stored = async () => (await other.query("SELECT id, note FROM items ORDER BY id")).rows
 
+  /** Runs `use` on a connection of its own, released afterwards. */
+  const withClient = async (use: (client: Pg.PoolClient) => Promise<void>) => {
+    const client = await pool.connect()
+    try {
+      await use(client)
+    } finally {
+      client.release()
+    }
+  }
+
   /** What @effect/sql's TransactionConnection holds for a reserved pg client. */
   const asConnection = (client: Pg.PoolClient) => ({ pg: client })
 
   it("commits with the marked statement: its rows are visible to others before the caller's COMMIT", async () => {
-    const client = await pool.connect()
-    try {
+    await withClient(async (client) => {
       expect(await run(client, "BEGIN")).toEqual([])
       const [first] = await run(client, "INSERT INTO items VALUES ($1, $2) RETURNING id, note", [1, "one"])
       expect(first).toEqual({ id: 1, note: "one" })
@@ -68,14 +77,11 @@ describe.skipIf(databaseKind() !== "postgres")("BEGIN and COMMIT pipelined with 
       expect(await run(client, "BEGIN")).toEqual([])
       expect(await run(client, "SELECT count(*)::int AS n FROM items WHERE id > $1", [0])).toEqual([{ n: 2 }])
       expect(await run(client, "ROLLBACK")).toEqual([])
-    } finally {
-      client.release()
-    }
+    })
   })
 
   it("a marked statement that fails commits nothing of the transaction, and ROLLBACK leaves the connection clean", async () => {
-    const client = await pool.connect()
-    try {
+    await withClient(async (client) => {
       await run(client, "BEGIN")
       await run(client, "INSERT INTO items VALUES ($1, $2)", [10, "ten"])
       commitWithNextStatement(asConnection(client))
@@ -86,26 +92,20 @@ describe.skipIf(databaseKind() !== "postgres")("BEGIN and COMMIT pipelined with 
       // Not in a transaction any more: a lone statement commits on its own.
       await run(client, "INSERT INTO items VALUES ($1, $2)", [11, "eleven"])
       expect((await stored()).map((r) => r.id)).toContain(11)
-    } finally {
-      client.release()
-    }
+    })
   })
 
   it("a first statement that fails leaves no transaction behind after ROLLBACK", async () => {
-    const client = await pool.connect()
-    try {
+    await withClient(async (client) => {
       await run(client, "BEGIN")
       await expect(run(client, "SELECT * FROM no_such_table WHERE id = $1", [1])).rejects.toMatchObject({ code: "42P01" })
       await run(client, "ROLLBACK")
       expect(await run(client, "SELECT count(*)::int AS n FROM items WHERE id = $1", [11])).toEqual([{ n: 1 }])
-    } finally {
-      client.release()
-    }
+    })
   })
 
   it("statements without parameters and promise-style queries still run inside the transaction", async () => {
-    const client = await pool.connect()
-    try {
+    await withClient(async (client) => {
       await run(client, "BEGIN")
       // Simple protocol: BEGIN joins the string.
       const [a] = await run(client, "SELECT txid_current()::text AS id")
@@ -115,28 +115,22 @@ describe.skipIf(databaseKind() !== "postgres")("BEGIN and COMMIT pipelined with 
       expect(b!.id).toBe(a!.id)
       expect(c!.id).toBe(a!.id)
       await run(client, "ROLLBACK")
-    } finally {
-      client.release()
-    }
+    })
   })
 
   it("an empty transaction sends nothing and ends cleanly; ROLLBACK after it too", async () => {
-    const client = await pool.connect()
-    try {
+    await withClient(async (client) => {
       await run(client, "BEGIN")
       await run(client, "COMMIT")
       await run(client, "BEGIN")
       await run(client, "ROLLBACK")
       const [row] = await run(client, "SELECT now() = statement_timestamp() AS alone")
       expect(row).toEqual({ alone: true })
-    } finally {
-      client.release()
-    }
+    })
   })
 
   it("a nested transaction's SAVEPOINT goes with its first statement; rolling back to it undoes only what followed", async () => {
-    const client = await pool.connect()
-    try {
+    await withClient(async (client) => {
       await run(client, "BEGIN")
       await run(client, "INSERT INTO items VALUES ($1, $2)", [20, "kept"])
       await run(client, "SAVEPOINT effect_sql_1")
@@ -147,14 +141,11 @@ describe.skipIf(databaseKind() !== "postgres")("BEGIN and COMMIT pipelined with 
       const ids = (await stored()).map((r) => r.id)
       expect(ids).toContain(20)
       expect(ids).not.toContain(21)
-    } finally {
-      client.release()
-    }
+    })
   })
 
   it("rolling back to a savepoint no statement followed costs nothing and keeps the transaction", async () => {
-    const client = await pool.connect()
-    try {
+    await withClient(async (client) => {
       await run(client, "BEGIN")
       await run(client, "SAVEPOINT effect_sql_1")
       await run(client, "ROLLBACK TO SAVEPOINT effect_sql_1")
@@ -163,9 +154,7 @@ describe.skipIf(databaseKind() !== "postgres")("BEGIN and COMMIT pipelined with 
       expect((await stored()).map((r) => r.id)).not.toContain(30)
       await run(client, "COMMIT")
       expect((await stored()).map((r) => r.id)).toContain(30)
-    } finally {
-      client.release()
-    }
+    })
   })
 
   it("the embedded database's connection cannot pipeline: the caller's COMMIT goes out as before", () => {

@@ -139,6 +139,16 @@ const boundedClient = (tracker: OutageTracker, queryBoundMs: number, preparedSta
     private readonly statements = new StatementCache(preparedStatements)
     readonly transactions = new TransactionPipeline()
 
+    /** pg's own `query`, whose overloads cannot be forwarded through a typed signature. */
+    private send(...args: ReadonlyArray<unknown>): unknown {
+      return (super.query as unknown as (...a: ReadonlyArray<unknown>) => unknown)(...args)
+    }
+
+    /** A statement whose answer nobody waits for (held BEGIN/SAVEPOINT, DEALLOCATE). */
+    private sendAside(text: string): void {
+      this.send(text, () => undefined)
+    }
+
     /** The connection's record of parsed statements (pg/lib/connection.js). */
     private get parsed(): { parsedStatements: Record<string, string | undefined> } | undefined {
       return (this as unknown as { connection?: { parsedStatements: Record<string, string | undefined> } }).connection
@@ -152,7 +162,7 @@ const boundedClient = (tracker: OutageTracker, queryBoundMs: number, preparedSta
       const parsed = this.parsed
       if (parsed?.parsedStatements[name] === undefined) return
       delete parsed.parsedStatements[name]
-      ;(super.query as any)(`DEALLOCATE ${name}`, () => undefined)
+      this.sendAside(`DEALLOCATE ${name}`)
     }
 
     override connect(callback?: any): any {
@@ -183,8 +193,8 @@ const boundedClient = (tracker: OutageTracker, queryBoundMs: number, preparedSta
       // Promise-style and submittable (cursor) queries are not issued by @effect/sql-pg's
       // statement path; they pass through unchanged.
       if (typeof done !== "function") {
-        for (const held of this.transactions.takeHeld()) (super.query as any)(held, () => undefined)
-        return (super.query as any)(config, values, callback)
+        for (const held of this.transactions.takeHeld()) this.sendAside(held)
+        return this.send(config, values, callback)
       }
       const bound = boundedHere() ? queryBoundMs : undefined
       let settled = false
@@ -216,10 +226,10 @@ const boundedClient = (tracker: OutageTracker, queryBoundMs: number, preparedSta
       }
       const route = this.transactions.route(config, valuesIsCallback ? undefined : values, named, finish)
       if (route._tag === "AnswerNow") return undefined
-      if (route._tag === "Pipeline") return (super.query as any)(route.query)
-      for (const held of route.first) (super.query as any)(held, () => undefined)
-      if (named !== undefined) return (super.query as any)(named, finish)
-      return valuesIsCallback ? (super.query as any)(config, finish) : (super.query as any)(config, values, finish)
+      if (route._tag === "Pipeline") return this.send(route.query)
+      for (const held of route.first) this.sendAside(held)
+      if (named !== undefined) return this.send(named, finish)
+      return valuesIsCallback ? this.send(config, finish) : this.send(config, values, finish)
     }
   }
 
