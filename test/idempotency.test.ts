@@ -105,6 +105,29 @@ describe("Idempotency-Key (issue 14)", () => {
     expect((await undoEntries(service, user.id)).map((e) => e.action)).toEqual(["create", "done"])
   })
 
+  it("a retry whose write would now fail (the project is gone) replays the first answer", async () => {
+    const user = await freshUser()
+    const project = (await user.api.post("/api/projects", { name: "Garden" })).body.data
+    const { first } = await sendTwice(user, "DELETE", `/api/projects/${project.id}`)
+    expect(first.status).toBe(200)
+    // Without the key, the same request is now a 404: the retry really was answered from the record.
+    expect((await user.api.request("DELETE", `/api/projects/${project.id}`)).status).toBe(404)
+    expect((await undoEntries(service, user.id)).map((e) => e.action)).toEqual(["project_create", "project_delete"])
+  })
+
+  it("a retry whose write succeeds again is rolled back: one task, one record, the first answer", async () => {
+    const user = await freshUser()
+    const key = freshKey()
+    const first = await send(user, "POST", "/api/tasks", key, { title: "Once" })
+    for (let i = 0; i < 3; i++) {
+      const retry = await send(user, "POST", "/api/tasks", key, { title: "Once" })
+      expect(retry.status).toBe(201)
+      expect(retry.text).toBe(first.text)
+    }
+    expect(await tasksTitled(user, "Once")).toEqual([first.body.data.id])
+    expect(await records(user)).toEqual([{ key, status: 201 }])
+  })
+
   it("a retried bulk done completes once and replays the bare counts", async () => {
     const user = await freshUser()
     const a = await createTask(user.api, { title: "A" })

@@ -38,6 +38,21 @@ describe("StatementCache", () => {
     expect(new Set([a, b, c, again]).size).toBe(4)
   })
 
+  it("a statement is prepared anew after its maximum number of runs, so its plan is made again", () => {
+    const cache = new StatementCache(10, 3)
+    const dropped: Array<string> = []
+    const drop = (name: string) => dropped.push(name)
+    const first = cache.name("a", drop)!
+    expect([cache.name("a", drop), cache.name("a", drop)]).toEqual([first, first])
+    const renewed = cache.name("a", drop)!
+    expect(renewed).not.toBe(first)
+    expect(dropped).toEqual([first])
+    expect(cache.size).toBe(1)
+    expect([cache.name("a", drop), cache.name("a", drop)]).toEqual([renewed, renewed])
+    expect(cache.name("a", drop)).not.toBe(renewed)
+    expect(dropped).toEqual([first, renewed])
+  })
+
   it("capacity 0 prepares nothing", () => {
     expect(new StatementCache(0).name("SELECT $1", () => undefined)).toBeUndefined()
   })

@@ -59,20 +59,25 @@ export const entriesOf = (changes: ReadonlyArray<RowChange>): ReadonlyArray<Entr
  * a shared project.
  */
 export const changesInsert = (sql: SqlClient.SqlClient, at: Date, entries: ReadonlyArray<Entry>) =>
+  // Each object is looked up by key (LATERAL … OFFSET 0 keeps it a per-entry index probe):
+  // plain joins let a prepared statement's generic plan, made while the tables were small,
+  // hash-join a sequential scan of every task for good (issue 17).
   sql`
     INSERT INTO changes (at, kind, object_id, op, user_id, shared)
     SELECT ${at.toISOString()}::timestamptz, e.kind, e.id, e.op, COALESCE(t.user_id, p.owner_id, s.user_id, e.owner),
       CASE e.kind
-        WHEN 'task' THEN EXISTS (SELECT 1 FROM projects sp WHERE sp.shared
-          AND (sp.id = t.project_id OR sp.id IN (SELECT jsonb_array_elements_text(e.projects)::integer)))
+        WHEN 'task' THEN t.in_shared
+          OR EXISTS (SELECT 1 FROM projects sp WHERE sp.id IN (SELECT jsonb_array_elements_text(e.projects)::integer) AND sp.shared)
         WHEN 'project' THEN COALESCE(p.shared, false) OR e.was_shared
         ELSE false
       END
     FROM jsonb_to_recordset(${JSON.stringify(entries.map((e, n) => ({ ...e, n })))}::jsonb)
       AS e(kind text, id integer, op text, owner integer, projects jsonb, was_shared boolean, n integer)
-    LEFT JOIN tasks t ON e.kind = 'task' AND t.id = e.id
-    LEFT JOIN projects p ON e.kind = 'project' AND p.id = e.id
-    LEFT JOIN time_slots s ON e.kind = 'time_slot' AND s.id = e.id
+    LEFT JOIN LATERAL (
+      SELECT x.user_id, COALESCE((SELECT sp.shared FROM projects sp WHERE sp.id = x.project_id), false) AS in_shared
+      FROM tasks x WHERE e.kind = 'task' AND x.id = e.id OFFSET 0) t ON true
+    LEFT JOIN LATERAL (SELECT x.owner_id, x.shared FROM projects x WHERE e.kind = 'project' AND x.id = e.id OFFSET 0) p ON true
+    LEFT JOIN LATERAL (SELECT x.user_id FROM time_slots x WHERE e.kind = 'time_slot' AND x.id = e.id OFFSET 0) s ON true
     WHERE COALESCE(t.user_id, p.owner_id, s.user_id, e.owner) IS NOT NULL
     ORDER BY e.n`
 

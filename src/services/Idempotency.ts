@@ -30,13 +30,24 @@ export type Outcome<A> =
   /** The key was first used for another request (method, path or body). */
   | { readonly _tag: "Mismatch" }
 
+/** SQLSTATEs of `steady_idempotency_record`: the key is running elsewhere, or already answered. */
+const KEY_BUSY = "SK409"
+const KEY_RECORDED = "SK422"
+
+const sqlStateOf = (error: unknown): unknown => {
+  const cause = error instanceof SqlError ? error.cause : undefined
+  return typeof cause === "object" && cause !== null ? (cause as { code?: unknown }).code : undefined
+}
+
+const lockName = (request: KeyedRequest) => `${request.userId}:${request.key}`
+
 /** Leaves the transaction by rolling it back, with the outcome to answer. */
 class RollBack<A> {
   constructor(readonly outcome: Outcome<A>) {}
 }
 
 interface FoundRow {
-  readonly locked: boolean
+  readonly free: boolean
   readonly fingerprint: string | null
   readonly status: number | null
   readonly content_type: string | null
@@ -51,31 +62,24 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
     const running = new Set<string>()
 
     /**
-     * The key's transaction-scoped advisory lock (held by whoever runs the key until it
-     * commits, on any instance) and a live record. On a PostgreSQL server it goes out in one
-     * round trip with the BEGIN before it (TransactionPipeline).
+     * What a key holds now, read after a keyed write rolled back: its live record, and
+     * whether another transaction (any instance) is running it. The advisory lock is only
+     * tried: outside a transaction it is let go at once.
      */
-    const CLAIM = `
-      SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS locked,
+    const LOOKUP = `
+      SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS free,
              k.fingerprint, k.status, k.content_type, k.body
       FROM (SELECT 1) AS one
       LEFT JOIN idempotency_keys k ON k.user_id = $2 AND k.key = $3 AND k.expires_at > $4::timestamptz`
-    const claimParams = (request: KeyedRequest, now: Date) => [
-      `${request.userId}:${request.key}`,
-      request.userId,
-      request.key,
-      now.toISOString()
-    ]
 
-    // An expired record that the purge has not dropped yet is taken over. On a PostgreSQL
-    // server COMMIT goes out with it, in one round trip.
-    const RECORD = `
-      INSERT INTO idempotency_keys (user_id, key, fingerprint, status, content_type, body, created_at, expires_at)
-      VALUES ($1, $2, $3, $4, $5, $6, $7::timestamptz, $8::timestamptz)
-      ON CONFLICT (user_id, key) DO UPDATE SET
-        fingerprint = EXCLUDED.fingerprint, status = EXCLUDED.status, content_type = EXCLUDED.content_type,
-        body = EXCLUDED.body, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at`
+    /**
+     * The record, at the end of the write (migration 0017): it takes the key's advisory
+     * lock and stores the answer, or fails with KEY_BUSY / KEY_RECORDED. On a PostgreSQL
+     * server COMMIT goes out with it, and a failure means the COMMIT never runs.
+     */
+    const RECORD = "SELECT steady_idempotency_record($1, $2, $3, $4, $5, $6, $7, $8::timestamptz, $9::timestamptz)"
     const recordParams = (request: KeyedRequest, answer: StoredAnswer, now: Date) => [
+      lockName(request),
       request.userId,
       request.key,
       request.fingerprint,
@@ -86,17 +90,33 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
       new Date(now.getTime() + IDEMPOTENCY_TTL_MS).toISOString()
     ]
 
+    /** The outcome a key already has, if any: a replay, a mismatch, or busy elsewhere. */
+    const settled = <A>(request: KeyedRequest, now: Date): Effect.Effect<Outcome<A> | undefined> =>
+      Effect.map(
+        sql.unsafe<FoundRow>(LOOKUP, [lockName(request), request.userId, request.key, now.toISOString()]),
+        ([found]): Outcome<A> | undefined => {
+          if (found === undefined) return undefined
+          if (found.status !== null) {
+            return found.fingerprint === request.fingerprint
+              ? { _tag: "Replay", answer: { status: found.status, contentType: found.content_type, body: found.body ?? "" } }
+              : { _tag: "Mismatch" }
+          }
+          return found.free ? undefined : { _tag: "Busy" }
+        }
+      ).pipe(Effect.orDie)
+
     /**
      * Runs `write` once per key: in one transaction with the record of its answer, so a
      * write never commits without it. The services' own transactions nest as savepoints.
      * `keep` says what to store; `undefined` (an error answer) rolls everything back and
      * leaves the key free. After-commit work of the write (wake-ups) waits for the commit.
      *
-     * The transaction is driven by hand rather than by `withTransaction`, so that BEGIN
-     * goes with the claim and the record with COMMIT, each pair in one round trip (on the
-     * embedded database they are separate statements, with no network between): the row
-     * locks a write takes (a user's daily statistics row) are held until COMMIT, so every
-     * round trip after the write would serialise that user's writes for longer.
+     * The key is checked at the end, not claimed first: a first request (nearly every
+     * keyed request) then costs one statement more than an unkeyed write, the record,
+     * which carries the COMMIT. A retry runs the write again inside the transaction, finds
+     * the record refusing, rolls back and replays what is stored; so does a retry whose
+     * write now fails (a done task, a deleted one). Writes only touch the database before
+     * COMMIT (after-commit work is held), so the rolled-back run leaves nothing behind.
      */
     const run = <A, E, R>(
       request: KeyedRequest,
@@ -104,46 +124,55 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
       keep: (value: A) => Effect.Effect<StoredAnswer | undefined>
     ): Effect.Effect<Outcome<A>, E, R> =>
       Effect.suspend(() => {
-        const slot = `${request.userId}:${request.key}`
+        const slot = lockName(request)
         if (running.has(slot)) return Effect.succeed<Outcome<A>>({ _tag: "Busy" })
         running.add(slot)
-        const transaction = Effect.gen(function*() {
-          const conn = yield* sql.reserve
-          const now = yield* clockNow
-          const unprepared = (text: string) => conn.executeUnprepared(text, [], undefined)
-          return yield* Effect.gen(function*() {
-            yield* unprepared("BEGIN")
-            const found = (yield* conn.execute(CLAIM, claimParams(request, now), undefined))[0] as FoundRow
-            if (!found.locked) return yield* Effect.fail(new RollBack<A>({ _tag: "Busy" }))
-            if (found.status !== null) {
-              return yield* Effect.fail(
-                new RollBack<A>(
-                  found.fingerprint === request.fingerprint
-                    ? { _tag: "Replay", answer: { status: found.status, contentType: found.content_type, body: found.body ?? "" } }
-                    : { _tag: "Mismatch" }
+        const transaction = (now: Date) =>
+          Effect.gen(function*() {
+            const conn = yield* sql.reserve
+            const unprepared = (text: string) => conn.executeUnprepared(text, [], undefined)
+            return yield* Effect.gen(function*() {
+              yield* unprepared("BEGIN")
+              const value = yield* Effect.provideService(write, SqlClient.TransactionConnection, [conn, 0] as const)
+              const answer = yield* keep(value)
+              if (answer === undefined) return yield* Effect.fail(new RollBack<A>({ _tag: "Ran", value }))
+              const commitRides = commitWithNextStatement(conn)
+              yield* conn.execute(RECORD, recordParams(request, answer, now), undefined).pipe(
+                Effect.catchIf(
+                  (error) => sqlStateOf(error) === KEY_BUSY,
+                  () => Effect.fail(new RollBack<A>({ _tag: "Busy" }))
+                ),
+                Effect.catchIf(
+                  (error) => sqlStateOf(error) === KEY_RECORDED,
+                  // Replayed below from the record; were it gone again by then, the client retries.
+                  () => Effect.fail(new RollBack<A>({ _tag: "Busy" }))
                 )
               )
-            }
-            const value = yield* Effect.provideService(write, SqlClient.TransactionConnection, [conn, 0] as const)
-            const answer = yield* keep(value)
-            if (answer === undefined) return yield* Effect.fail(new RollBack<A>({ _tag: "Ran", value }))
-            const commitRides = commitWithNextStatement(conn)
-            yield* conn.execute(RECORD, recordParams(request, answer, now), undefined)
-            if (!commitRides) yield* unprepared("COMMIT")
-            return { _tag: "Ran", value } as Outcome<A>
-          }).pipe(
-            // Also after a failed COMMIT (PostgreSQL then only warns), so the connection
-            // never goes back to the pool inside a transaction.
-            Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : Effect.ignore(unprepared("ROLLBACK")))
-          )
-        })
-        return holdingAfterCommit(Effect.scoped(transaction)).pipe(
-          Effect.catchIf((e): e is RollBack<A> => e instanceof RollBack, (e) => Effect.succeed(e.outcome)),
-          Effect.catchIf((e): e is SqlError => e instanceof SqlError, Effect.die),
-          Effect.ensuring(Effect.sync(() => running.delete(slot))),
-          Effect.uninterruptible,
-          Effect.withSpan("Idempotency.run")
-        ) as Effect.Effect<Outcome<A>, E, R>
+              if (!commitRides) yield* unprepared("COMMIT")
+              return { _tag: "Ran", value } as Outcome<A>
+            }).pipe(
+              // Also after a failed COMMIT (PostgreSQL then only warns), so the connection
+              // never goes back to the pool inside a transaction.
+              Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : Effect.ignore(unprepared("ROLLBACK")))
+            )
+          })
+        return Effect.flatMap(clockNow, (now) =>
+          holdingAfterCommit(Effect.scoped(transaction(now))).pipe(
+            // Whatever this run answered when it did not commit, a key that already has an
+            // outcome answers with that (a retry, or a key running elsewhere).
+            Effect.catchIf(
+              (e): e is RollBack<A> => e instanceof RollBack,
+              (e) => Effect.map(settled<A>(request, now), (found) => found ?? e.outcome)
+            ),
+            Effect.catchIf((e): e is SqlError => e instanceof SqlError, Effect.die),
+            Effect.catchAll((error) =>
+              Effect.flatMap(settled<A>(request, now), (found) => found === undefined ? Effect.fail(error) : Effect.succeed(found))
+            )
+          )).pipe(
+            Effect.ensuring(Effect.sync(() => running.delete(slot))),
+            Effect.uninterruptible,
+            Effect.withSpan("Idempotency.run")
+          ) as Effect.Effect<Outcome<A>, E, R>
       })
 
     /** Drops expired records, and a user's oldest beyond the cap; returns how many went. */

@@ -10,6 +10,12 @@
  * statement). Names are never reused, so a DEALLOCATE that fails (inside an aborted
  * transaction) leaves a stray statement on the server until the connection closes, never a
  * name clash.
+ *
+ * Renewed: a statement is prepared anew after `maxUses` runs. After five runs PostgreSQL may
+ * keep one generic plan for it, costed with the table sizes of that moment and never
+ * revisited while nobody runs ANALYZE; made on a fresh install, such a plan can scan a table
+ * that has since grown a thousandfold. Renewing bounds how long a plan outlives the sizes it
+ * was made for, for the price of a few plannings per thousand runs.
  */
 
 /** What the pg connection knows of named statements (pg/lib/connection.js). */
@@ -27,6 +33,12 @@ export interface NamedQuery {
 const MAX_TEXT_LENGTH = 16_384
 
 export const DEFAULT_CAPACITY = 200
+export const DEFAULT_MAX_USES = 1_000
+
+interface Entry {
+  readonly name: string
+  uses: number
+}
 
 /**
  * PostgreSQL refused to run a prepared statement whose tables changed shape since it was
@@ -38,10 +50,10 @@ const isStalePlan = (error: unknown) =>
 
 export class StatementCache {
   /** Insertion order is use order: a hit moves the entry to the end. */
-  private readonly names = new Map<string, string>()
+  private readonly names = new Map<string, Entry>()
   private next = 0
 
-  constructor(private readonly capacity: number = DEFAULT_CAPACITY) {}
+  constructor(private readonly capacity: number = DEFAULT_CAPACITY, private readonly maxUses: number = DEFAULT_MAX_USES) {}
 
   /**
    * The named form of `text`, or undefined when it should go unnamed. `deallocate` is called
@@ -52,22 +64,24 @@ export class StatementCache {
     const known = this.names.get(text)
     if (known !== undefined) {
       this.names.delete(text)
-      this.names.set(text, known)
-      return known
-    }
-    if (this.names.size >= this.capacity) {
-      const [oldestText, oldestName] = this.names.entries().next().value as [string, string]
+      if (++known.uses <= this.maxUses) {
+        this.names.set(text, known)
+        return known.name
+      }
+      deallocate(known.name)
+    } else if (this.names.size >= this.capacity) {
+      const [oldestText, oldest] = this.names.entries().next().value as [string, Entry]
       this.names.delete(oldestText)
-      deallocate(oldestName)
+      deallocate(oldest.name)
     }
     const name = `steady_${(this.next++).toString(36)}`
-    this.names.set(text, name)
+    this.names.set(text, { name, uses: 1 })
     return name
   }
 
   /** Forgets `text` after a failure, so its next use prepares it anew under a new name. */
   forget(text: string, connection: ParsedStatements | undefined, deallocate: (name: string) => void): void {
-    const name = this.names.get(text)
+    const name = this.names.get(text)?.name
     if (name === undefined) return
     this.names.delete(text)
     if (connection !== undefined) delete connection.parsedStatements[name]

@@ -27,9 +27,13 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
     const overdue = (userId: number, now: Date): Fragment =>
       sql`t.user_id = ${userId} AND ${isOverdue(sql, now)}`
 
-    /** Tasks a user may see: their own, and those in projects shared with everyone. */
+    /**
+     * Tasks a user may see: their own, and those in projects shared with everyone. The
+     * project is looked up by key for the row at hand: an `IN (shared projects)` let a plan
+     * made on a small database hash every shared project, on each call, for good.
+     */
     const visible = (userId: number): Fragment =>
-      sql`(t.user_id = ${userId} OR t.project_id IN (SELECT id FROM projects WHERE shared))`
+      sql`(t.user_id = ${userId} OR COALESCE((SELECT p.shared FROM projects p WHERE p.id = t.project_id), false))`
 
     /**
      * `{data: {tasks, count}}` for a page aggregated from `tasks` rows, as the text

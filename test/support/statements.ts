@@ -8,6 +8,10 @@ export const STATEMENT_TAG_HEADER = "x-test-statement-tag"
 export interface LoggedStatement {
   /** The tag header of the HTTP request whose fiber sent it; undefined for background work. */
   readonly tag: string | undefined
+  /** Sent while serving an HTTP request (not by background work). */
+  readonly inRequest: boolean
+  /** The HTTP method of that request. */
+  readonly method: string | undefined
   readonly sql: string
 }
 
@@ -23,7 +27,12 @@ export const statementLog = (): { readonly layer: Layer.Layer<never>; readonly e
       const context = FiberRefs.getOrDefault(refs, FiberRef.currentContext)
       const request = Context.getOption(context, HttpServerRequest.HttpServerRequest)
       const tag = Option.isSome(request) ? request.value.headers[STATEMENT_TAG_HEADER] : undefined
-      entries.push({ tag, sql: statement.compile()[0] })
+      entries.push({
+        tag,
+        inRequest: Option.isSome(request),
+        method: Option.isSome(request) ? request.value.method : undefined,
+        sql: statement.compile()[0]
+      })
       return statement
     })
   )
