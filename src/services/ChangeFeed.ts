@@ -96,14 +96,16 @@ export class ChangeFeed extends Effect.Service<ChangeFeed>()("steady/ChangeFeed"
     /**
      * The rows of `page` (a CTE of `changes` rows) with the object each names, as the
      * object's own GET renders it: tasks by `steady_task_wire`, projects by the project
-     * wire shape, time slots as listed.
+     * wire shape, time slots as listed. Objects are looked up by key, one probe per row
+     * (LATERAL … OFFSET 0): a plain join let a generic plan made on a small database
+     * hash-join a scan of every task on each read.
      */
     const render = (page: Fragment, now: Date) =>
       sql<FeedRow>`
         WITH page AS (${page})
         SELECT c.xid::text, c.id::text, steady_iso(c.at) AS at, c.kind, c.object_id, c.op, c.user_id, c.shared,
           CASE
-            WHEN t.id IS NOT NULL THEN steady_task_wire(t)::text
+            WHEN t.id IS NOT NULL THEN steady_task_wire(t.task)::text
             WHEN p.id IS NOT NULL THEN ${projectJson(sql, now)}::text
             WHEN s.id IS NOT NULL THEN json_build_object('id', s.id, 'user_id', s.user_id, 'label', s.label,
               'start_time', s.start_time, 'sort_order', s.sort_order, 'created_at', steady_iso(s.created_at))::text
@@ -111,10 +113,11 @@ export class ChangeFeed extends Effect.Service<ChangeFeed>()("steady/ChangeFeed"
           COALESCE(t.user_id, p.owner_id, s.user_id) AS obj_owner,
           COALESCE(tp.shared, p.shared, false) AS obj_shared
         FROM page c
-        LEFT JOIN tasks t ON c.kind = 'task' AND t.id = c.object_id
-        LEFT JOIN projects tp ON tp.id = t.project_id
-        LEFT JOIN projects p ON c.kind = 'project' AND p.id = c.object_id
-        LEFT JOIN time_slots s ON c.kind = 'time_slot' AND s.id = c.object_id
+        LEFT JOIN LATERAL (SELECT x AS task, x.id, x.user_id, x.project_id FROM tasks x
+                           WHERE c.kind = 'task' AND x.id = c.object_id OFFSET 0) t ON true
+        LEFT JOIN LATERAL (SELECT x.shared FROM projects x WHERE x.id = t.project_id OFFSET 0) tp ON true
+        LEFT JOIN LATERAL (SELECT x.* FROM projects x WHERE c.kind = 'project' AND x.id = c.object_id OFFSET 0) p ON true
+        LEFT JOIN LATERAL (SELECT x.* FROM time_slots x WHERE c.kind = 'time_slot' AND x.id = c.object_id OFFSET 0) s ON true
         ORDER BY c.xid, c.id`.pipe(Effect.orDie)
 
     const after = (from: Position, xmin: bigint) =>
