@@ -80,7 +80,7 @@ export const childEnv = (extra: Record<string, string>): NodeJS.ProcessEnv => {
   delete env.DATA_DIR
   delete env.SERVICE_NOW
   delete env.NODE_OPTIONS
-  return { ...env, NODE_ENV: "production", ...extra }
+  return { ...env, NODE_ENV: "production", ...(process.env.BENCH_SERVICE_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_SERVICE_NODE_OPTIONS } : {}), ...extra }
 }
 
 const withDatabaseName = (base: string, name: string) => {

@@ -1,3 +1,4 @@
+import * as Http from "node:http"
 import { Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { drainServers } from "../src/http/GracefulStop.js"
@@ -88,6 +89,54 @@ describe("change stream: GET /api/events", () => {
     // The polling endpoint reports the same changes with the same cursors.
     stream.close()
   })
+
+  it("a client that stops reading while megabytes of changes commit, then reads on, gets each once and in order", async () => {
+    const user = await service.user("sse-slow-reader")
+    const ids: Array<number> = []
+    for (let i = 0; i < 200; i += 20) {
+      ids.push(...(await Promise.all(Array.from({ length: 20 }, (_, j) => createTask(user.api, { title: `slow ${i + j}` })))).map((t) => t.id))
+    }
+    const since = await head(user)
+    const res = await new Promise<Http.IncomingMessage>((resolve, reject) =>
+      Http.get(`${service.baseUrl}/api/events?since=${since}`, {
+        headers: { authorization: `Bearer ${user.token}`, accept: "text/event-stream" }
+      }, resolve).on("error", reject)
+    )
+    expect(res.statusCode).toBe(200)
+    // Nothing is read while the changes commit: the service's buffer for this client fills
+    // (256 KiB, past the socket's own) and the stream falls back to reading the table.
+    res.pause()
+    const EDITS = 40
+    for (let n = 0; n < EDITS; n++) {
+      expect((await user.api.post("/api/tasks/bulk/edit", { ids, changes: { priority: 1 + (n % 4) } })).status).toBe(200)
+    }
+    const cursors: Array<string> = []
+    let text = ""
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`only ${cursors.length} events`)), 60_000)
+      res.setEncoding("utf8")
+      res.on("data", (chunk: string) => {
+        text += chunk
+        let cut: number
+        while ((cut = text.indexOf("\n\n")) >= 0) {
+          const id = /^id: (.+)$/m.exec(text.slice(0, cut))?.[1]
+          if (id !== undefined) cursors.push(id)
+          text = text.slice(cut + 2)
+        }
+        if (cursors.length >= EDITS * ids.length) {
+          clearTimeout(timer)
+          resolve()
+        }
+      })
+      res.resume()
+    })
+    res.destroy()
+    expect(cursors.length).toBe(EDITS * ids.length)
+    expect(new Set(cursors).size).toBe(cursors.length)
+    // Cursors sort as they were issued: the stream never went back.
+    const feed = await user.api.get(`/api/changes?since=${since}&limit=1000`)
+    expect(feed.body.data.changes.map((c: { cursor: string }) => c.cursor)).toEqual(cursors.slice(0, 1000))
+  }, 120_000)
 
   it("a client that disconnects mid-stream and resumes with Last-Event-ID sees every change exactly once", async () => {
     const start = await head(alice)

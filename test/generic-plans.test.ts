@@ -77,7 +77,7 @@ describe.skipIf(databaseKind() === "embedded")("generic plans made on a small da
     await api.post("/api/redo")
     await api.post(`/api/tasks/${dated.id}/undone`)
     await api.post(`/api/tasks/${plain.id}/snooze`, { until: "2026-12-02T09:00:00Z" })
-    await api.post("/api/tasks/bulk", { action: "done", ids: [plain.id] })
+    await api.post("/api/tasks/bulk/done", { ids: [plain.id] })
     await api.request("DELETE", `/api/tasks/${plain.id}`)
     await api.patch(`/api/projects/${project.id}`, { name: "House" })
     await api.post("/api/time-slots", { name: "Morning", start_time: "08:00", end_time: "09:00" })

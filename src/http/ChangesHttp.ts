@@ -1,5 +1,5 @@
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Duration, Effect, Stream } from "effect"
+import { Duration, Effect } from "effect"
 import { decodeCursor, encodeCursor, type Position } from "../domain/ChangeCursor.js"
 import { ValidationError } from "../domain/Errors.js"
 import { type Bound, ChangeFeed, changeJson, checkCursor } from "../services/ChangeFeed.js"
@@ -66,12 +66,12 @@ export const ChangesHttpLive = HttpApiBuilder.group(Api, "changes", (handlers) =
           if (from === undefined) return expired(b)
           // A stop signal ends the stream at once (clients reconnect elsewhere with Last-Event-ID)
           // instead of holding the drain for its whole grace period.
-          const live = hub.stream(user.id, from).pipe(Stream.interruptWhen(Effect.promise(whenDraining)))
           const request = yield* HttpServerRequest.HttpServerRequest
-          const events = asksForEventStream(request.headers["accept"])
-            ? live
-            : live.pipe(Stream.interruptWhen(Effect.sleep(UNNEGOTIATED_STREAM)))
-          return HttpServerResponse.stream(Stream.encodeText(events), {
+          const draining = Effect.promise(whenDraining)
+          const endAfter = asksForEventStream(request.headers["accept"])
+            ? draining
+            : Effect.race(draining, Effect.sleep(UNNEGOTIATED_STREAM))
+          return HttpServerResponse.raw(hub.stream(user.id, from, endAfter), {
             contentType: "text/event-stream",
             headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
           })
