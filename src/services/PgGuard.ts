@@ -1,7 +1,7 @@
 import { Effect, Fiber, FiberRef, Option } from "effect"
 import Pg from "pg"
 import { afterFailure, DEFAULT_CAPACITY, namedQuery, StatementCache } from "./PreparedStatements.js"
-import { TransactionPipeline } from "./TransactionPipeline.js"
+import { CommitWithNext, TransactionPipeline } from "./TransactionPipeline.js"
 
 /**
  * Client-side bounds on a PostgreSQL server that may be down or frozen. `statement_timeout`
@@ -277,10 +277,13 @@ export const makeGuardedPool = (options: GuardedPoolOptions) => {
 
 /**
  * Has COMMIT sent in one pipeline with the next statement of the transaction on `connection`
- * (a `TransactionConnection`'s connection); false where that cannot be done (the embedded
- * database), and the caller's COMMIT then goes out on its own as before.
+ * (a `TransactionConnection`'s connection): a server connection's pipeline, or the embedded
+ * database's client, which does the same across its thread. False where that cannot be
+ * done, and the caller's COMMIT then goes out on its own.
  */
 export const commitWithNextStatement = (connection: unknown): boolean => {
+  const own = (connection as { [CommitWithNext]?: unknown } | undefined)?.[CommitWithNext]
+  if (typeof own === "function") return (own as () => boolean)()
   const pipeline = (connection as { pg?: { transactions?: unknown } } | undefined)?.pg?.transactions
   if (!(pipeline instanceof TransactionPipeline)) return false
   pipeline.commitWithNext()

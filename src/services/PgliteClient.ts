@@ -4,6 +4,7 @@ import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Scope, Stream } from "effect"
+import { CommitWithNext } from "./TransactionPipeline.js"
 import { type PgliteWorker, startPgliteWorker, type WorkerResult } from "./PgliteWorker.js"
 
 /**
@@ -14,6 +15,11 @@ import { type PgliteWorker, startPgliteWorker, type WorkerResult } from "./Pglit
  * PGlite has a single connection. A transaction takes the only permit for its whole
  * lifetime, so no other statement can interleave with it; plain statements wait for it.
  */
+/** Statements that change nothing until a later one runs, so they can wait to go with it. */
+const HOLDABLE = /^(BEGIN|SAVEPOINT \w+)$/
+const ROLLBACK_TO = /^ROLLBACK TO SAVEPOINT (\w+)$/
+const NOTHING: WorkerResult = { rows: [], fields: [], affectedRows: undefined }
+
 export const makePgliteClient = (dataDir: string | undefined) =>
   Effect.gen(function*() {
     const db = yield* Effect.acquireRelease(
@@ -35,8 +41,64 @@ export const makePgliteClient = (dataDir: string | undefined) =>
           )))
       )
 
-    const query = (text: string, params: ReadonlyArray<unknown>, rowMode?: "array") =>
-      run(db, { op: "query", text, params, rowMode })
+    /**
+     * BEGIN and SAVEPOINTs are held and sent in one message with the next statement, and
+     * COMMIT with the statement a caller names as its last (`commitWithNextStatement`), as
+     * `TransactionPipeline` does on a server: each message to the thread and back is a wake-up
+     * of both threads. Transactions hold the only permit, so one state serves the connection.
+     */
+    let held: Array<string> = []
+    let commitNext = false
+    let committed = false
+
+    const query = (text: string, params: ReadonlyArray<unknown>, rowMode?: "array") => {
+      const before = held
+      held = []
+      const commit = commitNext
+      commitNext = false
+      const sent = run(db, { op: "query", text, params, rowMode, before, commit })
+      return commit
+        ? Effect.tap(sent, () => {
+          committed = true
+        })
+        : sent
+    }
+
+    const exec = (text: string) => run(db, { op: "exec", text })
+
+    /** Statements without parameters, by the simple-query path (several in one text). */
+    const unprepared = (text: string): Effect.Effect<WorkerResult, SqlError> => {
+      if (HOLDABLE.test(text)) {
+        if (text === "BEGIN") committed = false
+        held.push(text)
+        return Effect.succeed(NOTHING)
+      }
+      const rollbackTo = ROLLBACK_TO.exec(text)
+      if (rollbackTo !== null) {
+        const at = held.lastIndexOf(`SAVEPOINT ${rollbackTo[1]}`)
+        if (at >= 0) {
+          // The savepoint never went out, so nothing happened after it.
+          held = held.slice(0, at + 1)
+          return Effect.succeed(NOTHING)
+        }
+      }
+      if (text === "COMMIT" || text === "ROLLBACK") {
+        commitNext = false
+        const before = held
+        held = []
+        // A transaction none of whose statements went out: nothing to end.
+        if (before[0] === "BEGIN") return Effect.succeed(NOTHING)
+        if (committed && text === "COMMIT") {
+          committed = false
+          return Effect.succeed(NOTHING)
+        }
+        committed = false
+        return exec(text)
+      }
+      const before = held
+      held = []
+      return exec([...before, text].join(";\n"))
+    }
 
     const execute = (
       text: string,
@@ -45,7 +107,11 @@ export const makePgliteClient = (dataDir: string | undefined) =>
     ) =>
       Effect.map(query(text, params), (result) => transformRows ? transformRows(result.rows) : result.rows)
 
-    const connection: Connection = {
+    const connection: Connection & { readonly [CommitWithNext]: () => boolean } = {
+      [CommitWithNext]: () => {
+        commitNext = true
+        return true
+      },
       execute,
       executeRaw: (text, params) => query(text, params),
       executeValues: (text, params) => Effect.map(query(text, params, "array"), (result) => result.rows),
@@ -53,7 +119,7 @@ export const makePgliteClient = (dataDir: string | undefined) =>
       executeUnprepared: (text, params, transformRows) =>
         params.length > 0
           ? execute(text, params, transformRows)
-          : Effect.map(run(db, { op: "exec", text }), (result) => transformRows ? transformRows(result.rows) : result.rows),
+          : Effect.map(unprepared(text), (result) => transformRows ? transformRows(result.rows) : result.rows),
       executeStream: (text, params, transformRows) =>
         Stream.flatMap(Stream.fromEffect(execute(text, params, transformRows)), Stream.fromIterable)
     }

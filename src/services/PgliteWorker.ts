@@ -22,7 +22,16 @@ export interface WorkerResult {
 }
 
 type Request =
-  | { readonly op: "query"; readonly text: string; readonly params: ReadonlyArray<unknown>; readonly rowMode: "array" | undefined }
+  | {
+    readonly op: "query"
+    readonly text: string
+    readonly params: ReadonlyArray<unknown>
+    readonly rowMode: "array" | undefined
+    /** Held statements (BEGIN, SAVEPOINT) run first, in the same message. */
+    readonly before?: ReadonlyArray<string> | undefined
+    /** COMMIT runs right after the statement, in the same message. */
+    readonly commit?: boolean | undefined
+  }
   | { readonly op: "exec"; readonly text: string }
   | { readonly op: "close" }
 
@@ -61,6 +70,21 @@ const plain = (error) => {
 
 const answer = (result) => ({ rows: result?.rows ?? [], fields: result?.fields ?? [], affectedRows: result?.affectedRows });
 
+// Held statements, the statement and COMMIT are all handed to PGlite at once, so its queue
+// keeps them together; the answer is the first failure in that order, else the statement's
+// rows. After a failure COMMIT finds the transaction aborted and rolls it back, which is what
+// the caller's ROLLBACK would have done.
+const pipelined = (db, message) => {
+  const steps = (message.before ?? []).map((text) => db.exec(text));
+  const main = db.query(message.text, message.params, message.rowMode ? { rowMode: message.rowMode } : undefined);
+  const all = [...steps, main, ...(message.commit ? [db.exec("COMMIT")] : [])];
+  return Promise.allSettled(all).then((settled) => {
+    const failed = settled.find((s) => s.status === "rejected");
+    if (failed) throw failed.reason;
+    return answer(settled[steps.length].value);
+  });
+};
+
 const serve = (db) => (message) => {
   const { id } = message;
   // Called on arrival, so PGlite's queue holds the statements in the order they were sent.
@@ -69,7 +93,7 @@ const serve = (db) => (message) => {
     // Multi-statement scripts answer with the last statement's rows.
     : message.op === "exec"
     ? db.exec(message.text).then((results) => answer(results.at(-1)))
-    : db.query(message.text, message.params, message.rowMode ? { rowMode: message.rowMode } : undefined).then(answer);
+    : pipelined(db, message);
   pending.then(
     (result) => parentPort.postMessage({ id, ok: true, result }),
     (error) => parentPort.postMessage({ id, ok: false, error: plain(error) })

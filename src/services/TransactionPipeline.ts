@@ -18,6 +18,12 @@ import Pg from "pg"
 
 type Done = (error: Error | null, result?: unknown) => void
 
+/**
+ * A connection that can send COMMIT with its next statement by itself (the embedded
+ * database's) has a method under this key; it answers whether it will.
+ */
+export const CommitWithNext: unique symbol = Symbol.for("steady/CommitWithNext")
+
 /** A query sent as [held statements] statement [COMMIT] with one Sync. */
 class PipelinedQuery extends (Pg.Query as unknown as new(config: object, values?: unknown, callback?: Done) => object) {
   constructor(config: object, readonly before: ReadonlyArray<string>, readonly commit: boolean, callback: Done) {
