@@ -173,7 +173,8 @@ export const startOurs = async (env: Record<string, string>, dist = Path.join(RO
   const port = await freePort()
   return startServer({
     name: dist === Path.join(ROOT, "dist") ? "steady" : "steady-before",
-    args: [Path.join(dist, "src/main.js")],
+    // Flags Node refuses in NODE_OPTIONS (--cpu-prof) go on the command line.
+    args: [...(process.env.BENCH_SERVICE_NODE_ARGS?.split(" ").filter((a) => a !== "") ?? []), Path.join(dist, "src/main.js")],
     env: childEnv({ ...env, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn" }),
     port,
     healthPath: "/api/health",

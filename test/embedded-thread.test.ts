@@ -1,6 +1,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Exit, Fiber, Layer, ManagedRuntime } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { commitWithNextStatement } from "../src/services/PgGuard.js"
 import { layerPglite } from "../src/services/PgliteClient.js"
 
 /** The embedded client on its own thread, over an in-memory database (no DATA_DIR needed). */
@@ -78,5 +79,49 @@ describe("the embedded database on its own thread", () => {
     expect(await run(count("cut"))).toBe(0)
     await run(Effect.flatMap(SqlClient.SqlClient, (sql) => sql.withTransaction(sql`INSERT INTO cut VALUES (2)`)))
     expect(await run(count("cut"))).toBe(1)
+  })
+
+  it("a transaction that has sent no statement yet holds nothing: a plain statement goes ahead of it", async () => {
+    await run(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`CREATE TABLE idle (id int)`))
+    const [plainTook, rows] = await run(Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const writer = yield* Effect.fork(sql.withTransaction(Effect.zipRight(Effect.sleep("400 millis"), sql`INSERT INTO idle VALUES (1)`)))
+      yield* Effect.sleep("50 millis")
+      const started = performance.now()
+      const before = yield* count("idle")
+      const took = performance.now() - started
+      yield* Fiber.join(writer)
+      return [took, [before, yield* count("idle")]] as const
+    }))
+    expect(plainTook).toBeLessThan(300)
+    expect(rows).toEqual([0, 1])
+  })
+
+  it("COMMIT sent with the last statement: a failed one rolls the whole transaction back before the next transaction runs", async () => {
+    await run(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`CREATE TABLE last (id int PRIMARY KEY)`))
+    await run(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`INSERT INTO last VALUES (1)`))
+    const outcome = await run(Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const failing = sql.withTransaction(Effect.gen(function*() {
+        yield* sql`INSERT INTO last VALUES (10)`
+        const [conn] = yield* Effect.orDie(Effect.serviceOptional(SqlClient.TransactionConnection))
+        expect(commitWithNextStatement(conn)).toBe(true)
+        yield* sql`INSERT INTO last VALUES (1)` // duplicate key: the COMMIT behind it rolls back
+      }))
+      const first = yield* Effect.fork(Effect.exit(failing))
+      const second = yield* Effect.fork(sql.withTransaction(sql`INSERT INTO last VALUES (20)`))
+      const exit = yield* Fiber.join(first)
+      yield* Fiber.join(second)
+      // And a transaction whose last statement succeeds commits, its own COMMIT answered here.
+      yield* sql.withTransaction(Effect.gen(function*() {
+        yield* sql`INSERT INTO last VALUES (30)`
+        const [conn] = yield* Effect.orDie(Effect.serviceOptional(SqlClient.TransactionConnection))
+        commitWithNextStatement(conn)
+        yield* sql`INSERT INTO last VALUES (31)`
+      }))
+      const ids = yield* sql<{ id: number }>`SELECT id FROM last ORDER BY id`
+      return { failed: Exit.isFailure(exit), ids: ids.map((r) => r.id) }
+    }))
+    expect(outcome).toEqual({ failed: true, ids: [1, 20, 30, 31] })
   })
 })

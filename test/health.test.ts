@@ -160,7 +160,11 @@ describe("health check", () => {
 
   it.skipIf(base !== undefined)("embedded: answers 503 while the single connection is held, 200 once it is free", async () => {
     expect((await health()).status).toBe(200)
-    const holder = service.run(Effect.flatMap(SqlClient.SqlClient, (sql) => sql.withTransaction(Effect.sleep("3 seconds"))))
+    // A transaction holds the connection from its first statement (one that has sent none
+    // has not started in the database and holds nothing).
+    const holder = service.run(
+      Effect.flatMap(SqlClient.SqlClient, (sql) => sql.withTransaction(Effect.zipRight(sql`SELECT 1`, Effect.sleep("3 seconds"))))
+    )
     // Let the transaction take the connection first.
     await new Promise((r) => setTimeout(r, 200))
 

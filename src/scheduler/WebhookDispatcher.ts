@@ -3,7 +3,7 @@ import { Duration, Effect, FiberSet, Layer, Ref, Schedule } from "effect"
 import { AppConfig } from "../services/AppConfig.js"
 import { forkWatched, markDisabled } from "../services/Liveness.js"
 import { now as clockNow } from "../services/ServiceClock.js"
-import { type AttemptResult, postOnce, serviceSignature, standardSignature } from "../services/WebhookSender.js"
+import { type AttemptResult, serviceSignature, standardSignature, WebhookSender } from "../services/WebhookSender.js"
 import { WebhookWakeup } from "../services/WebhookWakeup.js"
 import { logFailure } from "../services/DatabaseFailures.js"
 
@@ -42,7 +42,7 @@ class AttemptFailed {
 
 export const makeDispatcher = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const config = yield* AppConfig
+  const sender = yield* WebhookSender
 
   const claim = (limit: number) =>
     Effect.gen(function*() {
@@ -114,7 +114,7 @@ export const makeDispatcher = Effect.gen(function*() {
         "webhook-timestamp": String(timestamp),
         "webhook-signature": standardSignature(hook.secret, delivery.delivery_id, timestamp, delivery.body)
       }
-      const [elapsed, result] = yield* Effect.timed(postOnce(hook.url, headers, delivery.body, config.webhookAllowPrivate))
+      const [elapsed, result] = yield* Effect.timed(sender.post(hook.url, headers, delivery.body))
       yield* log(delivery, number, result, Math.round(Duration.toMillis(elapsed)))
       const ok = result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300
       if (ok) return "delivered" as const

@@ -117,11 +117,16 @@ export class ChangeHub extends Effect.Service<ChangeHub>()("steady/ChangeHub", {
       return false
     }
 
-    const end = (s: Subscriber) => {
-      if (s.ended) return
+    /** The stream is over: the hub, its heartbeats and its catch-up leave it alone. */
+    const forget = (s: Subscriber) => {
       s.ended = true
       detach(s)
       open.delete(s)
+    }
+
+    const end = (s: Subscriber) => {
+      if (s.ended) return
+      forget(s)
       s.out.push(null)
     }
 
@@ -142,15 +147,13 @@ export class ChangeHub extends Effect.Service<ChangeHub>()("steady/ChangeHub", {
           list.push(text)
         }
       }
-      const pushed: Array<Subscriber> = []
       for (const [s, events] of out) {
         if (send(s, events.join(""))) continue
         // Everything up to `to` reached it; later batches wait until its client reads again.
+        s.pos = max(s.pos, to)
         detach(s)
-        pushed.push(s)
       }
       for (const s of attached) s.pos = max(s.pos, to)
-      for (const s of pushed) s.pos = max(s.pos, to)
       head = to
     }
 
@@ -239,9 +242,7 @@ export class ChangeHub extends Effect.Service<ChangeHub>()("steady/ChangeHub", {
       })
       const s: Subscriber = { userId, out, pos: from, attached: false, behind: false, ended: false, lastSent: nowMillis }
       out.on("close", () => {
-        s.ended = true
-        detach(s)
-        open.delete(s)
+        forget(s)
         if (reading !== undefined) runFork(Fiber.interrupt(reading))
         if (ending !== undefined) runFork(Fiber.interrupt(ending))
       })

@@ -1,6 +1,7 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import type { RowChange } from "../domain/Changes.js"
+import { inSharedProject } from "./WireSql.js"
 
 /** The NOTIFY channel that wakes the change streams of every instance on one PostgreSQL. */
 export const CHANGES_CHANNEL = "steady_changes"
@@ -74,7 +75,7 @@ export const changesInsert = (sql: SqlClient.SqlClient, at: Date, entries: Reado
     FROM jsonb_to_recordset(${JSON.stringify(entries.map((e, n) => ({ ...e, n })))}::jsonb)
       AS e(kind text, id integer, op text, owner integer, projects jsonb, was_shared boolean, n integer)
     LEFT JOIN LATERAL (
-      SELECT x.user_id, COALESCE((SELECT sp.shared FROM projects sp WHERE sp.id = x.project_id), false) AS in_shared
+      SELECT x.user_id, ${inSharedProject(sql, "x.project_id")} AS in_shared
       FROM tasks x WHERE e.kind = 'task' AND x.id = e.id OFFSET 0) t ON true
     LEFT JOIN LATERAL (SELECT x.owner_id, x.shared FROM projects x WHERE e.kind = 'project' AND x.id = e.id OFFSET 0) p ON true
     LEFT JOIN LATERAL (SELECT x.user_id FROM time_slots x WHERE e.kind = 'time_slot' AND x.id = e.id OFFSET 0) s ON true

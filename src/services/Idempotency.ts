@@ -33,6 +33,7 @@ export type Outcome<A> =
 /** SQLSTATEs of `steady_idempotency_record`: the key is running elsewhere, or already answered. */
 const KEY_BUSY = "SK409"
 const KEY_RECORDED = "SK422"
+const refusals: ReadonlySet<unknown> = new Set([KEY_BUSY, KEY_RECORDED])
 
 const sqlStateOf = (error: unknown): unknown => {
   const cause = error instanceof SqlError ? error.cause : undefined
@@ -139,12 +140,9 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
               const commitRides = commitWithNextStatement(conn)
               yield* conn.execute(RECORD, recordParams(request, answer, now), undefined).pipe(
                 Effect.catchIf(
-                  (error) => sqlStateOf(error) === KEY_BUSY,
-                  () => Effect.fail(new RollBack<A>({ _tag: "Busy" }))
-                ),
-                Effect.catchIf(
-                  (error) => sqlStateOf(error) === KEY_RECORDED,
-                  // Replayed below from the record; were it gone again by then, the client retries.
+                  (error) => refusals.has(sqlStateOf(error)),
+                  // A recorded key is replayed below from its record; were the record gone
+                  // again by then, the client retries.
                   () => Effect.fail(new RollBack<A>({ _tag: "Busy" }))
                 )
               )

@@ -3,8 +3,8 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
 import { PgClient } from "@effect/sql-pg"
-import { Effect, Layer, Scope, Stream } from "effect"
-import { CommitWithNext } from "./TransactionPipeline.js"
+import { Deferred, Effect, Layer, Scope, Stream } from "effect"
+import { CommitWithNext, HeldStatements } from "./TransactionPipeline.js"
 import { type PgliteWorker, startPgliteWorker, type WorkerResult } from "./PgliteWorker.js"
 
 /**
@@ -12,12 +12,9 @@ import { type PgliteWorker, startPgliteWorker, type WorkerResult } from "./Pglit
  * own (see `PgliteWorker.ts`). Statements compile with the PostgreSQL compiler of
  * `@effect/sql-pg`, so the same SQL runs here and on a server.
  *
- * PGlite has a single connection. A transaction takes the only permit for its whole
- * lifetime, so no other statement can interleave with it; plain statements wait for it.
+ * PGlite has a single connection. A transaction takes the only permit until its COMMIT is
+ * sent, so no other statement can interleave with it; plain statements wait for it.
  */
-/** Statements that change nothing until a later one runs, so they can wait to go with it. */
-const HOLDABLE = /^(BEGIN|SAVEPOINT \w+)$/
-const ROLLBACK_TO = /^ROLLBACK TO SAVEPOINT (\w+)$/
 const NOTHING: WorkerResult = { rows: [], fields: [], affectedRows: undefined }
 
 export const makePgliteClient = (dataDir: string | undefined) =>
@@ -30,111 +27,157 @@ export const makePgliteClient = (dataDir: string | undefined) =>
       (worker) => Effect.promise(() => worker.close()).pipe(Effect.ignore)
     )
 
-    const run = (worker: PgliteWorker, request: Parameters<PgliteWorker["send"]>[0]) =>
-      Effect.async<WorkerResult, SqlError>((resume) =>
-        // Interrupted, the caller stops waiting; the statement still runs, as PGlite cannot cancel one.
-        Effect.sync(worker.send(request, (cause, result) =>
+    /**
+     * Sends a request; `posted` runs as soon as it is on its way to the thread (not when
+     * a request that could not be copied there failed at once).
+     */
+    const run = (worker: PgliteWorker, request: Parameters<PgliteWorker["send"]>[0], posted?: () => void) =>
+      Effect.async<WorkerResult, SqlError>((resume) => {
+        let answered = false
+        const cancel = worker.send(request, (cause, result) => {
+          answered = true
           resume(
             cause === undefined
               ? Effect.succeed(result!)
               : Effect.fail(new SqlError({ cause, message: "Failed to execute statement" }))
-          )))
-      )
-
-    /**
-     * BEGIN and SAVEPOINTs are held and sent in one message with the next statement, and
-     * COMMIT with the statement a caller names as its last (`commitWithNextStatement`), as
-     * `TransactionPipeline` does on a server: each message to the thread and back is a wake-up
-     * of both threads. Transactions hold the only permit, so one state serves the connection.
-     */
-    let held: Array<string> = []
-    let commitNext = false
-    let committed = false
-
-    const query = (text: string, params: ReadonlyArray<unknown>, rowMode?: "array") => {
-      const before = held
-      held = []
-      const commit = commitNext
-      commitNext = false
-      const sent = run(db, { op: "query", text, params, rowMode, before, commit })
-      return commit
-        ? Effect.tap(sent, () => {
-          committed = true
+          )
         })
-        : sent
-    }
+        if (!answered) posted?.()
+        // Interrupted, the caller stops waiting; the statement still runs, as PGlite cannot cancel one.
+        return Effect.sync(cancel)
+      })
 
     const exec = (text: string) => run(db, { op: "exec", text })
 
-    /** Statements without parameters, by the simple-query path (several in one text). */
-    const unprepared = (text: string): Effect.Effect<WorkerResult, SqlError> => {
-      if (HOLDABLE.test(text)) {
-        if (text === "BEGIN") committed = false
-        held.push(text)
-        return Effect.succeed(NOTHING)
-      }
-      const rollbackTo = ROLLBACK_TO.exec(text)
-      if (rollbackTo !== null) {
-        const at = held.lastIndexOf(`SAVEPOINT ${rollbackTo[1]}`)
-        if (at >= 0) {
-          // The savepoint never went out, so nothing happened after it.
-          held = held.slice(0, at + 1)
-          return Effect.succeed(NOTHING)
-        }
-      }
-      if (text === "COMMIT" || text === "ROLLBACK") {
-        commitNext = false
-        const before = held
-        held = []
-        // A transaction none of whose statements went out: nothing to end.
-        if (before[0] === "BEGIN") return Effect.succeed(NOTHING)
-        if (committed && text === "COMMIT") {
-          committed = false
-          return Effect.succeed(NOTHING)
-        }
-        committed = false
-        return exec(text)
-      }
-      const before = held
-      held = []
-      return exec([...before, text].join(";\n"))
-    }
-
-    const execute = (
-      text: string,
-      params: ReadonlyArray<unknown>,
-      transformRows: (<A extends object>(rows: ReadonlyArray<A>) => ReadonlyArray<A>) | undefined
-    ) =>
-      Effect.map(query(text, params), (result) => transformRows ? transformRows(result.rows) : result.rows)
-
-    const connection: Connection & { readonly [CommitWithNext]: () => boolean } = {
-      [CommitWithNext]: () => {
-        commitNext = true
-        return true
-      },
-      execute,
-      executeRaw: (text, params) => query(text, params),
-      executeValues: (text, params) => Effect.map(query(text, params, "array"), (result) => result.rows),
-      // Migrations and other multi-statement scripts go through PGlite's simple-query path.
-      executeUnprepared: (text, params, transformRows) =>
-        params.length > 0
-          ? execute(text, params, transformRows)
-          : Effect.map(unprepared(text), (result) => transformRows ? transformRows(result.rows) : result.rows),
-      executeStream: (text, params, transformRows) =>
-        Stream.flatMap(Stream.fromEffect(execute(text, params, transformRows)), Stream.fromIterable)
-    }
-
     const permit = yield* Effect.makeSemaphore(1)
-    const acquirer = permit.withPermits(1)(Effect.succeed(connection))
-    const transactionAcquirer = Effect.uninterruptibleMask((restore) =>
-      Effect.as(
-        Effect.zipRight(
-          restore(permit.take(1)),
-          Effect.tap(Effect.scope, (scope) => Scope.addFinalizer(scope, permit.release(1)))
-        ),
-        connection
-      )
-    )
+
+    /**
+     * A connection for statements run one at a time, or for one transaction.
+     *
+     * BEGIN and SAVEPOINTs are held and sent in one message with the next statement, and
+     * COMMIT with the statement a caller names as its last (`commitWithNextStatement`), as
+     * `TransactionPipeline` does on a server: each message to the thread and back is a wake-up
+     * of both threads.
+     *
+     * A transaction holds the only permit, so nothing interleaves with it, but only from its
+     * first statement that goes out (with the held BEGIN) until its COMMIT is on its way:
+     * - before that first statement nothing has happened in the database, so the work a
+     *   keyed request does before its first statement (routing, decoding) waits for nobody;
+     * - the thread runs messages in the order they were posted, so whatever is sent after the
+     *   COMMIT runs after it, and after it the connection is out of the transaction whatever
+     *   happened (a failed statement leaves the transaction aborted, and the COMMIT behind it
+     *   rolls it back). The caller's own COMMIT or ROLLBACK after that is answered here.
+     * On a write path that is one wake-up of both threads less inside the only permit.
+     */
+    const makeConnection = (claim: Effect.Effect<void>, letGo: () => void) => {
+      const held = new HeldStatements()
+      let commitNext = false
+      let ended = false
+
+      /** Sends what `request` makes of the held statements, once this connection holds the permit. */
+      const send = (request: (before: ReadonlyArray<string>) => Effect.Effect<WorkerResult, SqlError>) =>
+        ended
+          ? Effect.fail(new SqlError({ message: "The embedded database's transaction has already ended" }))
+          : Effect.zipRight(claim, Effect.suspend(() => request(held.take())))
+
+      const query = (text: string, params: ReadonlyArray<unknown>, rowMode?: "array") =>
+        send((before) => {
+          const commit = commitNext
+          commitNext = false
+          return run(
+            db,
+            { op: "query", text, params, rowMode, before, commit },
+            commit
+              ? () => {
+                ended = true
+                letGo()
+              }
+              : undefined
+          )
+        })
+
+      /** Statements without parameters, by the simple-query path (several in one text). */
+      const unprepared = (text: string): Effect.Effect<WorkerResult, SqlError> => {
+        if (held.absorbs(text)) return Effect.succeed(NOTHING)
+        if (text === "COMMIT" || text === "ROLLBACK") {
+          commitNext = false
+          // The COMMIT already went out with the last statement, or none of the
+          // transaction's statements did: nothing to end.
+          if (held.endsUnsent() || ended) return Effect.succeed(NOTHING)
+          return send(() => exec(text))
+        }
+        return send((before) => exec([...before, text].join(";\n")))
+      }
+
+      const execute = (
+        text: string,
+        params: ReadonlyArray<unknown>,
+        transformRows: (<A extends object>(rows: ReadonlyArray<A>) => ReadonlyArray<A>) | undefined
+      ) => Effect.map(query(text, params), (result) => transformRows ? transformRows(result.rows) : result.rows)
+
+      const connection: Connection & { readonly [CommitWithNext]: () => boolean } = {
+        [CommitWithNext]: () => {
+          commitNext = true
+          return true
+        },
+        execute,
+        executeRaw: (text, params) => query(text, params),
+        executeValues: (text, params) => Effect.map(query(text, params, "array"), (result) => result.rows),
+        // Migrations and other multi-statement scripts go through PGlite's simple-query path.
+        executeUnprepared: (text, params, transformRows) =>
+          params.length > 0
+            ? execute(text, params, transformRows)
+            : Effect.map(unprepared(text), (result) => transformRows ? transformRows(result.rows) : result.rows),
+        executeStream: (text, params, transformRows) =>
+          Stream.flatMap(Stream.fromEffect(execute(text, params, transformRows)), Stream.fromIterable)
+      }
+      return connection
+    }
+
+    // Statements outside a transaction wait for the permit only to be sent after it.
+    const plain = makeConnection(Effect.void, () => {})
+    const acquirer = permit.withPermits(1)(Effect.succeed(plain))
+    const transactionAcquirer = Effect.gen(function*() {
+      const scope = yield* Effect.scope
+      const claimed = yield* Deferred.make<void>()
+      let state: "free" | "claiming" | "holds" | "done" = "free"
+      // Statements of one transaction sent side by side wait for the same permit.
+      const claim: Effect.Effect<void> = Effect.suspend(() => {
+        switch (state) {
+          case "holds":
+            return Effect.void
+          case "claiming":
+            return Deferred.await(claimed)
+          case "done":
+            return Effect.dieMessage("A statement of an embedded transaction that has ended")
+        }
+        state = "claiming"
+        return Effect.uninterruptibleMask((restore) =>
+          Effect.zipRight(
+            restore(permit.take(1)),
+            Effect.suspend((): Effect.Effect<unknown> => {
+              // Let go of meanwhile (its scope closed while waiting): hand it straight back.
+              if (state === "done") return permit.release(1)
+              state = "holds"
+              return Deferred.succeed(claimed, undefined)
+            })
+          ).pipe(
+            Effect.onInterrupt(() => {
+              state = "done"
+              return Deferred.interrupt(claimed)
+            }),
+            Effect.asVoid
+          )
+        )
+      })
+      const letGo = () => {
+        const holds = state === "holds"
+        state = "done"
+        if (holds) Effect.runSync(permit.release(1))
+      }
+      yield* Scope.addFinalizer(scope, Effect.sync(letGo))
+      return makeConnection(claim, letGo)
+    })
 
     return yield* SqlClient.make({
       acquirer,

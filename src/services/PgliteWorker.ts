@@ -75,7 +75,8 @@ const answer = (result) => ({ rows: result?.rows ?? [], fields: result?.fields ?
 // rows. After a failure COMMIT finds the transaction aborted and rolls it back, which is what
 // the caller's ROLLBACK would have done.
 const pipelined = (db, message) => {
-  const steps = (message.before ?? []).map((text) => db.exec(text));
+  // One simple-query call for all of them: each call into PGlite costs its own protocol work.
+  const steps = message.before !== undefined && message.before.length > 0 ? [db.exec(message.before.join("; "))] : [];
   const main = db.query(message.text, message.params, message.rowMode ? { rowMode: message.rowMode } : undefined);
   const all = [...steps, main, ...(message.commit ? [db.exec("COMMIT")] : [])];
   return Promise.allSettled(all).then((settled) => {

@@ -33,6 +33,7 @@ import { Triage } from "./Triage.js"
 import { UndoService } from "./UndoService.js"
 import { Users } from "./Users.js"
 import { Webhooks } from "./Webhooks.js"
+import { WebhookSender } from "./WebhookSender.js"
 import { WebhookWakeup } from "./WebhookWakeup.js"
 
 /** The pipeline and plain reads: everything else writes through these. */
@@ -72,6 +73,7 @@ export const ServicesLive = Layer.mergeAll(
   TimeSlots.Default,
   UndoService.Default,
   Webhooks.Default,
+  WebhookSender.Default,
   Triage.Default,
   Exporter.Default,
   PushKeys.Default,

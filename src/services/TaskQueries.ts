@@ -10,7 +10,7 @@ import { type Page, pageOf } from "../domain/QueryParams.js"
 import type { TaskListQuery } from "../domain/Task.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { normalizeRow, TasksTable } from "./Tables.js"
-import { isOpen, isOverdue, isQuota } from "./WireSql.js"
+import { inSharedProject, isOpen, isOverdue, isQuota } from "./WireSql.js"
 
 /**
  * Reads of tasks. Lists and single tasks come back as JSON text built by the database
@@ -27,13 +27,8 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
     const overdue = (userId: number, now: Date): Fragment =>
       sql`t.user_id = ${userId} AND ${isOverdue(sql, now)}`
 
-    /**
-     * Tasks a user may see: their own, and those in projects shared with everyone. The
-     * project is looked up by key for the row at hand: an `IN (shared projects)` let a plan
-     * made on a small database hash every shared project, on each call, for good.
-     */
-    const visible = (userId: number): Fragment =>
-      sql`(t.user_id = ${userId} OR COALESCE((SELECT p.shared FROM projects p WHERE p.id = t.project_id), false))`
+    /** Tasks a user may see: their own, and those in projects shared with everyone. */
+    const visible = (userId: number): Fragment => sql`(t.user_id = ${userId} OR ${inSharedProject(sql, "t.project_id")})`
 
     /**
      * `{data: {tasks, count}}` for a page aggregated from `tasks` rows, as the text

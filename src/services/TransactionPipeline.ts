@@ -71,6 +71,47 @@ const ownResults = (result: unknown, before: number, commit: boolean): unknown =
 const HOLDABLE = /^(BEGIN|SAVEPOINT \w+)$/
 const ROLLBACK_TO = /^ROLLBACK TO SAVEPOINT (\w+)$/
 
+/**
+ * A transaction's BEGIN and SAVEPOINTs answered but not sent yet, in order: the bookkeeping
+ * both clients share (a server connection's pipeline here, the embedded database's client
+ * across its thread).
+ */
+export class HeldStatements {
+  private held: Array<string> = []
+
+  /**
+   * Whether `text` is answered without going out: a BEGIN or SAVEPOINT, held; or a ROLLBACK
+   * TO a savepoint that never went out, after which nothing happened either.
+   */
+  absorbs(text: string): boolean {
+    if (HOLDABLE.test(text)) {
+      this.held.push(text)
+      return true
+    }
+    const rollbackTo = ROLLBACK_TO.exec(text)
+    if (rollbackTo === null) return false
+    const at = this.held.lastIndexOf(`SAVEPOINT ${rollbackTo[1]}`)
+    if (at < 0) return false
+    this.held = this.held.slice(0, at + 1)
+    return true
+  }
+
+  /** The held statements, to send before (or with) the next one. */
+  take(): ReadonlyArray<string> {
+    const held = this.held
+    this.held = []
+    return held
+  }
+
+  /**
+   * At COMMIT or ROLLBACK: forgets what is held, and says whether the transaction never
+   * started on the server (its BEGIN is still here), so there is nothing to end.
+   */
+  endsUnsent(): boolean {
+    return this.take()[0] === "BEGIN"
+  }
+}
+
 const answerNow = (done: Done) => process.nextTick(() => done(null, { rows: [], command: null, rowCount: null }))
 
 /** What to do with one query on a connection (see `TransactionPipeline.route`). */
@@ -84,16 +125,13 @@ export type Route =
 
 /** One connection's pipeline state. */
 export class TransactionPipeline {
-  /** BEGIN and SAVEPOINTs answered but not sent yet, in order. */
-  private held: Array<string> = []
+  private readonly held = new HeldStatements()
   private commitNext = false
   private committed = false
 
   /** For a query that cannot be pipelined: the held statements to send first, on their own. */
   takeHeld(): ReadonlyArray<string> {
-    const held = this.held
-    this.held = []
-    return held
+    return this.held.take()
   }
 
   /** The caller's next statement is the transaction's last: COMMIT goes with it. */
@@ -107,28 +145,16 @@ export class TransactionPipeline {
    */
   route(text: unknown, values: unknown, named: object | undefined, done: Done): Route {
     if (typeof text !== "string") return { _tag: "Send", first: this.takeHeld() }
-    if (HOLDABLE.test(text)) {
-      if (text === "BEGIN") this.committed = false
-      this.held.push(text)
+    if (text === "BEGIN") this.committed = false
+    if (this.held.absorbs(text)) {
       answerNow(done)
       return { _tag: "AnswerNow" }
     }
-    const rollbackTo = ROLLBACK_TO.exec(text)
-    if (rollbackTo !== null) {
-      const at = this.held.lastIndexOf(`SAVEPOINT ${rollbackTo[1]}`)
-      if (at >= 0) {
-        // The savepoint never went out, so nothing happened after it.
-        this.held = this.held.slice(0, at + 1)
-        answerNow(done)
-        return { _tag: "AnswerNow" }
-      }
-      return { _tag: "Send", first: this.takeHeld() }
-    }
+    if (ROLLBACK_TO.test(text)) return { _tag: "Send", first: this.takeHeld() }
     if (text === "COMMIT" || text === "ROLLBACK") {
       this.commitNext = false
-      const held = this.takeHeld()
       // A transaction none of whose statements went out: nothing to end.
-      if (held[0] === "BEGIN") {
+      if (this.held.endsUnsent()) {
         answerNow(done)
         return { _tag: "AnswerNow" }
       }

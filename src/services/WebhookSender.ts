@@ -1,9 +1,10 @@
-import { Duration, Effect } from "effect"
+import { HttpBody, type HttpClientError, HttpClientRequest } from "@effect/platform"
+import { NodeHttpClient } from "@effect/platform-node"
+import { Duration, Effect, Stream } from "effect"
 import * as Crypto from "node:crypto"
 import * as Dns from "node:dns"
-import * as Http from "node:http"
-import * as Https from "node:https"
 import * as Net from "node:net"
+import { AppConfig } from "./AppConfig.js"
 import { refusedAddress } from "./WebhookNetwork.js"
 
 /** Spec §6: 10 seconds per request. */
@@ -61,51 +62,67 @@ const describe = (error: unknown): string => {
   }
 }
 
+/** What an attempt that got no answer says, from the error under the client's. */
+const failureOf = (error: HttpClientError.HttpClientError): AttemptResult => ({
+  statusCode: null,
+  error: describe(error._tag === "RequestError" && error.cause !== undefined ? error.cause : error)
+})
+
 /**
- * One POST of frozen body bytes. Redirects are not followed (node:http never does); a
- * literal IP is checked here, a host name at DNS resolution.
+ * The webhook client: `@effect/platform`'s HttpClient over node:http and node:https
+ * agents whose `lookup` is the SSRF guard, so a host name is checked at connect time on the
+ * address really dialled (a name that resolves to a private address later is still refused).
+ * Connections are not kept: each delivery dials again and is checked again. Redirects are
+ * not followed (the client follows none unless told to).
  */
-export const postOnce = (
-  url: string,
-  headers: Record<string, string>,
-  body: string,
-  allowPrivate: boolean
-): Effect.Effect<AttemptResult> =>
-  Effect.async<AttemptResult>((resume) => {
-    let target: URL
-    try {
-      target = new URL(url)
-    } catch {
-      resume(Effect.succeed({ statusCode: null, error: "invalid URL" }))
-      return
-    }
-    const host = target.hostname.replace(/^\[|\]$/g, "")
-    if (Net.isIP(host) !== 0) {
-      const reason = refusedAddress(host, allowPrivate)
-      if (reason !== undefined) {
-        resume(Effect.succeed({ statusCode: null, error: `blocked: ${reason}` }))
-        return
-      }
-    }
-    const client = target.protocol === "https:" ? Https : Http
-    const request = client.request(target, {
-      method: "POST",
-      headers: { ...headers, "content-length": String(Buffer.byteLength(body, "utf8")) },
-      lookup: guardedLookup(allowPrivate),
-      agent: false
-    }, (response) => {
-      response.resume()
-      const done = () => resume(Effect.succeed({ statusCode: response.statusCode ?? null, error: null }))
-      response.once("end", done)
-      response.once("error", done)
-    })
-    request.once("error", (error) => resume(Effect.succeed({ statusCode: null, error: describe(error) })))
-    request.end(body)
-    return Effect.sync(() => request.destroy())
-  }).pipe(
-    Effect.timeoutTo({
-      duration: WEBHOOK_TIMEOUT,
-      onSuccess: (result) => result,
-      onTimeout: (): AttemptResult => ({ statusCode: null, error: "timeout" })
-    })
-  )
+export class WebhookSender extends Effect.Service<WebhookSender>()("steady/WebhookSender", {
+  scoped: Effect.gen(function*() {
+    const config = yield* AppConfig
+    const allowPrivate = config.webhookAllowPrivate
+    const agent = yield* NodeHttpClient.makeAgent({ lookup: guardedLookup(allowPrivate), keepAlive: false })
+    const client = yield* Effect.provideService(NodeHttpClient.make, NodeHttpClient.HttpAgent, agent)
+
+    /**
+     * One POST of frozen body bytes. A literal IP is checked here (no lookup runs for
+     * one), a host name at DNS resolution. The answer's body is drained, never kept.
+     */
+    const post = (url: string, headers: Record<string, string>, body: string): Effect.Effect<AttemptResult> =>
+      Effect.suspend((): Effect.Effect<AttemptResult> => {
+        let target: URL
+        try {
+          target = new URL(url)
+        } catch {
+          return Effect.succeed({ statusCode: null, error: "invalid URL" })
+        }
+        const host = target.hostname.replace(/^\[|\]$/g, "")
+        if (Net.isIP(host) !== 0) {
+          const reason = refusedAddress(host, allowPrivate)
+          if (reason !== undefined) return Effect.succeed({ statusCode: null, error: `blocked: ${reason}` })
+        }
+        const { "content-type": contentType = "application/json", ...rest } = headers
+        const request = HttpClientRequest.post(target, {
+          headers: rest,
+          body: HttpBody.text(body, contentType)
+        })
+        return client.execute(request).pipe(
+          Effect.flatMap((response) =>
+            Stream.runDrain(response.stream).pipe(
+              Effect.ignore,
+              Effect.as<AttemptResult>({ statusCode: response.status, error: null })
+            )
+          ),
+          Effect.catchAll((error) => Effect.succeed(failureOf(error))),
+          Effect.scoped
+        )
+      }).pipe(
+        Effect.timeoutTo({
+          duration: WEBHOOK_TIMEOUT,
+          onSuccess: (result) => result,
+          onTimeout: (): AttemptResult => ({ statusCode: null, error: "timeout" })
+        }),
+        Effect.withSpan("WebhookSender.post")
+      )
+
+    return { post } as const
+  })
+}) {}

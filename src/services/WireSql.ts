@@ -9,6 +9,14 @@ import type { Fragment } from "@effect/sql/Statement"
 export const isOpen = (sql: SqlClient.SqlClient): Fragment =>
   sql`NOT t.done AND t.deleted_at IS NULL AND t.archived_at IS NULL`
 
+/**
+ * Whether the project `projectId` names (a column of the caller's row) is shared, looked up
+ * by key for that row: an `IN (shared projects)` lets a plan made on a small database hash
+ * every shared project on each call, for good. False without a project.
+ */
+export const inSharedProject = (sql: SqlClient.SqlClient, projectId: string): Fragment =>
+  sql`COALESCE((SELECT sp.shared FROM projects sp WHERE sp.id = ${sql.literal(projectId)}), false)`
+
 /** A quota: a target above 1, or tracked (spec §1). */
 export const isQuota = (sql: SqlClient.SqlClient): Fragment => sql`(t.is_tracked OR t.progress_target > 1)`
 
