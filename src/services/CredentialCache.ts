@@ -18,8 +18,19 @@ export const CREDENTIALS_CHANNEL = "steady_credentials"
 const MAX_ENTRIES = 10_000
 /** A backstop only: revocations clear the cache the moment they commit. */
 const MAX_AGE_MS = 5 * 60_000
-/** How long a revoking request waits to hear its own notification (see `revoking`). */
-const ECHO_WAIT = "1 second"
+/** How long a revoking request waits for every instance to confirm (see `revoking`). */
+const CONFIRM_WAIT = "1 second"
+/** A revoking instance's marker, sent after its commit; every listener answers on ACK_CHANNEL. */
+const BARRIER_CHANNEL = "steady_credentials_barrier"
+const ACK_CHANNEL = "steady_credentials_ack"
+/** How listener sessions are told apart in pg_stat_activity, to know how many answers to await. */
+const LISTENER_NAME = "steady credentials listener"
+
+interface Barrier {
+  readonly done: Deferred.Deferred<void>
+  needed: number
+  heard: number
+}
 
 interface Entry {
   readonly value: VerifiedToken
@@ -34,7 +45,9 @@ interface Entry {
  * - PostgreSQL: triggers (migration 0016) notify every instance at the commit of any change,
  *   whoever made it; a connection of our own LISTENs and clears the cache synchronously in the
  *   socket's handler. While that connection is down the cache is bypassed, since a revocation
- *   could pass unheard.
+ *   could pass unheard. A revoking request answers only once every listening instance has
+ *   confirmed it cleared (see `revoking`), so the client's next request, wherever it goes,
+ *   is checked against the table.
  *
  * A lookup that began before a clear never stores its (possibly stale) answer: a generation
  * counter tells. Only positive answers are kept, so random tokens cannot fill it.
@@ -46,25 +59,43 @@ export class CredentialCache extends Effect.Service<CredentialCache>()("steady/C
     const entries = new Map<string, Entry>()
     let generation = 0
     let trusted = pool === undefined
-    // Resolved by the next notification heard, for a revoking request waiting for its echo.
-    let heard = Deferred.unsafeMake<void>(undefined as never)
+    let listener: Pg.Client | undefined
+    const barriers = new Map<string, Barrier>()
 
     const forget = () => {
       generation++
       entries.clear()
     }
 
-    const onNotification = () => {
-      forget()
-      const current = heard
-      heard = Deferred.unsafeMake<void>(undefined as never)
-      Deferred.unsafeDone(current, Effect.void)
+    const settle = (id: string, barrier: Barrier) => {
+      if (barrier.heard < barrier.needed) return
+      barriers.delete(id)
+      Deferred.unsafeDone(barrier.done, Effect.void)
+    }
+
+    // PostgreSQL delivers notifications in commit order, so a listener hears a barrier only
+    // after every revocation committed before it, and has already cleared when it answers.
+    const onNotification = (client: Pg.Client) => (message: Pg.Notification) => {
+      if (message.channel === CREDENTIALS_CHANNEL) return forget()
+      if (message.channel === BARRIER_CHANNEL) {
+        client.query("SELECT pg_notify($1, $2)", [ACK_CHANNEL, message.payload ?? ""]).catch(() => undefined)
+        return
+      }
+      const barrier = barriers.get(message.payload ?? "")
+      if (barrier === undefined) return
+      barrier.heard++
+      settle(message.payload!, barrier)
     }
 
     if (pool !== undefined) {
       const listening = Effect.acquireRelease(
         Effect.tryPromise(async () => {
-          const client = new Pg.Client({ ...pool.options, keepAlive: true, statement_timeout: undefined })
+          const client = new Pg.Client({
+            ...pool.options,
+            keepAlive: true,
+            statement_timeout: undefined,
+            application_name: LISTENER_NAME
+          })
           // Until LISTEN is in place the cache is not trusted; set up before connecting, so an
           // error before then is not unhandled.
           client.on("error", () => undefined)
@@ -77,21 +108,24 @@ export class CredentialCache extends Effect.Service<CredentialCache>()("steady/C
           Effect.async<void, Error>((resume) => {
             const lost = (error?: Error) => {
               trusted = false
+              listener = undefined
               forget()
               resume(Effect.fail(error ?? new Error("the LISTEN connection ended")))
             }
-            client.on("notification", onNotification)
+            client.on("notification", onNotification(client))
             client.on("error", lost)
             client.on("end", () => lost())
-            client.query(`LISTEN ${CREDENTIALS_CHANNEL}`).then(
+            client.query(`LISTEN ${CREDENTIALS_CHANNEL}; LISTEN ${BARRIER_CHANNEL}; LISTEN ${ACK_CHANNEL}`).then(
               () => {
                 forget()
+                listener = client
                 trusted = true
               },
               lost
             )
             return Effect.sync(() => {
               trusted = false
+              listener = undefined
               forget()
             })
           })
@@ -120,22 +154,46 @@ export class CredentialCache extends Effect.Service<CredentialCache>()("steady/C
       })
 
     /**
+     * Sends a barrier after this instance's commit and waits (briefly) until every listening
+     * session counted at that moment has answered it. Revocations are rare, so two round trips
+     * on them buy a cache no request ever has to doubt.
+     */
+    const confirmed = (client: Pg.Client): Effect.Effect<void> => {
+      const id = `${process.pid}:${Math.random().toString(36).slice(2)}`
+      const barrier: Barrier = { done: Deferred.unsafeMake<void>(undefined as never), needed: Infinity, heard: 0 }
+      barriers.set(id, barrier)
+      return Effect.tryPromise(() =>
+        client.query<{ listeners: number }>(
+          `SELECT pg_notify($1, $2), (SELECT count(*)::int FROM pg_stat_activity
+             WHERE application_name = $3 AND datname = current_database()) AS listeners`,
+          [BARRIER_CHANNEL, id, LISTENER_NAME]
+        )
+      ).pipe(
+        Effect.flatMap((result) =>
+          Effect.suspend(() => {
+            barrier.needed = result.rows[0]?.listeners ?? 0
+            settle(id, barrier)
+            return Deferred.await(barrier.done)
+          })
+        ),
+        Effect.timeoutOption(CONFIRM_WAIT),
+        Effect.ignore,
+        Effect.ensuring(Effect.sync(() => barriers.delete(id)))
+      )
+    }
+
+    /**
      * Runs a write that revokes or changes what tokens stand for. Once it has committed this
-     * instance forgets; on PostgreSQL the request also waits (briefly) to hear the
-     * notification its commit sent, which every other instance's listener was sent at the
-     * same moment, so the answer leaves only once the revocation has reached them too.
+     * instance forgets; on PostgreSQL the answer also waits until every other instance has
+     * confirmed it heard the revocation (their listeners were notified at the commit).
      */
     const revoking = <A, E, R>(write: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-      Effect.suspend(() => {
-        const echo = heard
-        return Effect.tap(write, () =>
-          afterCommit(Effect.suspend(() => {
-            forget()
-            return trusted && pool !== undefined
-              ? Effect.asVoid(Effect.timeoutOption(Deferred.await(echo), ECHO_WAIT))
-              : Effect.void
-          })))
-      })
+      Effect.tap(write, () =>
+        afterCommit(Effect.suspend(() => {
+          forget()
+          const client = listener
+          return trusted && client !== undefined ? confirmed(client) : Effect.void
+        })))
 
     return { lookup, revoking } as const
   })
