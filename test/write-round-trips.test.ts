@@ -1,4 +1,9 @@
+import * as SqlClient from "@effect/sql/SqlClient"
+import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import type { TaskId, UserId } from "../src/domain/Ids.js"
+import { Idempotency } from "../src/services/Idempotency.js"
+import { Tasks } from "../src/services/Tasks.js"
 import { startService, type TestService, type TestUser } from "./support/service.js"
 import { type LoggedStatement, STATEMENT_TAG_HEADER, statementLog } from "./support/statements.js"
 import { createTask } from "./support/tasks.js"
@@ -78,6 +83,75 @@ describe("round trips of a single-task write", () => {
       next_due_at: "2030-01-02T08:00:00.000Z"
     })
     expect(statements.length, statements.join("\n")).toBeLessThanOrEqual(EDIT_STATEMENTS)
+  })
+
+  /*
+   * Issue 14: a keyed write hands its commit statement to the request, whose record of the
+   * answer goes out in it (CommitHandover): no statement more than without the key.
+   */
+  const keyed = async (method: string, path: string, body?: unknown) => {
+    const tag = `req-${++counter}`
+    const key = `k-${tag}`
+    const res = await user.api.request(method, path, body, { [STATEMENT_TAG_HEADER]: tag, "idempotency-key": key })
+    const statements = log.entries.filter((e) => e.tag === tag).map((e) => e.sql.replace(/\s+/g, " ").trim())
+    const retry = await user.api.request(method, path, body, { "idempotency-key": key })
+    expect(retry.headers.get("idempotent-replayed")).toBe("true")
+    expect(retry.text).toBe(res.text)
+    return { res, statements }
+  }
+
+  it("keyed POST, PATCH and done: as many statements as unkeyed, and the answer carries the task as GET shows it", async () => {
+    const created = await keyed("POST", "/api/tasks", { title: "Keyed", labels: ["k"] })
+    expect(created.res.status).toBe(201)
+    expect(created.statements.length, created.statements.join("\n")).toBeLessThanOrEqual(CREATE_STATEMENTS)
+    const id = created.res.body.data.id
+    expect(created.res.body.data).toEqual((await user.api.get(`/api/tasks/${id}`)).body.data)
+
+    const patched = await keyed("PATCH", `/api/tasks/${id}`, { title: "Keyed edit", priority: 1 })
+    expect(patched.res.status).toBe(200)
+    expect(patched.statements.length, patched.statements.join("\n")).toBeLessThanOrEqual(EDIT_STATEMENTS)
+    const { description, fields_changed, ...edited } = patched.res.body.data
+    expect(edited).toEqual((await user.api.get(`/api/tasks/${id}`)).body.data)
+    expect(fields_changed).toEqual(["title", "short_title", "priority"])
+    expect(description).toBe("Edited 'Keyed edit' (title, short_title, priority)")
+    expect(patched.res.text).not.toContain("@@steady-pending")
+
+    const done = await keyed("POST", `/api/tasks/${id}/done`)
+    expect(done.res.status).toBe(200)
+    expect(done.statements.length, done.statements.join("\n")).toBeLessThanOrEqual(EDIT_STATEMENTS)
+    const { next_due_at, was_recurring, ...finished } = done.res.body.data
+    expect(finished).toEqual((await user.api.get(`/api/tasks/${id}`)).body.data)
+    expect(finished).toMatchObject({ done: true, title: "Keyed edit" })
+    expect([next_due_at, was_recurring]).toEqual([null, false])
+  })
+
+  it("a statement after a handed-over write sends the write's commit statement first: it reads the write, and the answer is whole", async () => {
+    const task = await createTask(user.api, { title: "Before" })
+    const { outcome, seen } = await service.run(Effect.gen(function*() {
+      const idempotency = yield* Idempotency
+      const tasks = yield* Tasks
+      const sql = yield* SqlClient.SqlClient
+      let seen: ReadonlyArray<{ title: string }> = []
+      const outcome = yield* idempotency.run(
+        { userId: user.id, key: "flush-me", fingerprint: "f" },
+        Effect.gen(function*() {
+          const edited = yield* tasks.update({ id: user.id as UserId, username: user.username, timezone: "UTC" }, task.id as TaskId, { title: "After" } as never)
+          seen = yield* sql<{ title: string }>`SELECT title FROM tasks WHERE id = ${task.id}`
+          return edited
+        }),
+        (value) => Effect.succeed({ status: 200, contentType: "application/json", body: JSON.stringify({ data: value }) })
+      )
+      return { outcome, seen }
+    }))
+    expect(seen).toEqual([{ title: "After" }])
+    expect(outcome._tag).toBe("Ran")
+    const answer = (outcome as { answer?: { body: string } }).answer
+    expect(answer).toBeDefined()
+    const { description: _d, fields_changed, ...sent } = JSON.parse(answer!.body).data
+    expect(fields_changed).toEqual(["title", "short_title"])
+    expect(sent).toEqual((await user.api.get(`/api/tasks/${task.id}`)).body.data)
+    const replay = await user.api.request("PATCH", `/api/tasks/${task.id}`, { title: "After" }, { "idempotency-key": "flush-me" })
+    expect(replay.status).toBe(422) // another request (method, path, body) under that key
   })
 
   it("GET /api/tasks/{id} with a token verified before: one statement, no token lookup", async () => {

@@ -1,4 +1,4 @@
-import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Headers, type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Option } from "effect"
 import * as Crypto from "node:crypto"
 import { Conflict, envelopeOf, ValidationError } from "../domain/Errors.js"
@@ -41,6 +41,15 @@ const replay = (answer: StoredAnswer) =>
   HttpServerResponse.raw(answer.body, {
     status: answer.status,
     headers: { [IDEMPOTENT_REPLAYED_HEADER]: "true" },
+    ...(answer.contentType === null ? {} : { contentType: answer.contentType })
+  })
+
+/** The response with the body the write's record holds (its wire JSON spliced in). */
+const answered = (response: HttpServerResponse.HttpServerResponse, answer: StoredAnswer) =>
+  HttpServerResponse.raw(answer.body, {
+    status: response.status,
+    // The length (and type) set for the body with the stand-in are not this body's.
+    headers: Headers.remove(response.headers, ["content-length", "content-type"]),
     ...(answer.contentType === null ? {} : { contentType: answer.contentType })
   })
 
@@ -102,7 +111,7 @@ export const makeIdempotentWrites = Effect.gen(function*() {
         )
         switch (outcome._tag) {
           case "Ran":
-            return outcome.value
+            return outcome.answer === undefined ? outcome.value : answered(outcome.value, outcome.answer)
           case "Replay":
             return replay(outcome.answer)
           case "Busy":

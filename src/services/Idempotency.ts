@@ -1,8 +1,11 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
-import { Effect, Exit } from "effect"
+import type { Fragment } from "@effect/sql/Statement"
+import { Effect, Exit, Option } from "effect"
 import { IDEMPOTENCY_TTL_MS, MAX_IDEMPOTENCY_KEYS_PER_USER } from "../domain/Idempotency.js"
 import { holdingAfterCommit } from "./AfterCommit.js"
+import { commitHandover, flushing, makeHandover } from "./CommitHandover.js"
+import { spliceWire, spliceWireSql } from "./Mutations.js"
 import { commitWithNextStatement } from "./PgGuard.js"
 import { now as clockNow } from "./ServiceClock.js"
 
@@ -21,8 +24,12 @@ export interface StoredAnswer {
 }
 
 export type Outcome<A> =
-  /** The write ran now; `value` is what it answered (stored with the key when it succeeded). */
-  | { readonly _tag: "Ran"; readonly value: A }
+  /**
+   * The write ran now; `value` is what it answered (stored with the key when it succeeded).
+   * `answer`, when present, is what to send instead: `value`'s body with the wire JSON of a
+   * commit statement that went out with the record spliced in (`CommitHandover`).
+   */
+  | { readonly _tag: "Ran"; readonly value: A; readonly answer?: StoredAnswer }
   /** A retry: the first answer, unchanged. */
   | { readonly _tag: "Replay"; readonly answer: StoredAnswer }
   /** The first request with this key is still running. */
@@ -41,6 +48,12 @@ const sqlStateOf = (error: unknown): unknown => {
 }
 
 const lockName = (request: KeyedRequest) => `${request.userId}:${request.key}`
+
+/** The answer with a handed-over write's wire JSON in place of its stand-in (the same answer if none). */
+const spliced = (answer: StoredAnswer, wire: string | null): StoredAnswer => {
+  const body = spliceWire(answer.body, wire)
+  return body === answer.body ? answer : { ...answer, body }
+}
 
 /** Leaves the transaction by rolling it back, with the outcome to answer. */
 class RollBack<A> {
@@ -79,6 +92,11 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
      * server COMMIT goes out with it, and a failure means the COMMIT never runs.
      */
     const RECORD = "SELECT steady_idempotency_record($1, $2, $3, $4, $5, $6, $7, $8::timestamptz, $9::timestamptz)"
+    /** The same call, as a CTE of a mutation's commit statement; the body may await its wire JSON. */
+    const recordCall = (request: KeyedRequest, answer: StoredAnswer, now: Date) => (wire: Fragment | undefined) =>
+      sql`steady_idempotency_record(${lockName(request)}, ${request.userId}, ${request.key}, ${request.fingerprint},
+        ${answer.status}::integer, ${answer.contentType}::text, ${spliceWireSql(sql, answer.body, wire)},
+        ${now.toISOString()}::timestamptz, ${new Date(now.getTime() + IDEMPOTENCY_TTL_MS).toISOString()}::timestamptz)`
     const recordParams = (request: KeyedRequest, answer: StoredAnswer, now: Date) => [
       lockName(request),
       request.userId,
@@ -134,20 +152,29 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
             const unprepared = (text: string) => conn.executeUnprepared(text, [], undefined)
             return yield* Effect.gen(function*() {
               yield* unprepared("BEGIN")
-              const value = yield* Effect.provideService(write, SqlClient.TransactionConnection, [conn, 0] as const)
-              const answer = yield* keep(value)
-              if (answer === undefined) return yield* Effect.fail(new RollBack<A>({ _tag: "Ran", value }))
+              const handover = makeHandover()
+              const value = yield* Effect.provideService(write, SqlClient.TransactionConnection, [flushing(conn, handover), 0] as const)
+                .pipe(Effect.locally(commitHandover, Option.some(handover)))
+              const kept = yield* keep(value)
+              if (kept === undefined) return yield* Effect.fail(new RollBack<A>({ _tag: "Ran", value }))
+              const pending = handover.pending
+              handover.pending = undefined
               const commitRides = commitWithNextStatement(conn)
-              yield* conn.execute(RECORD, recordParams(request, answer, now), undefined).pipe(
-                Effect.catchIf(
-                  (error) => refusals.has(sqlStateOf(error)),
-                  // A recorded key is replayed below from its record; were the record gone
-                  // again by then, the client retries.
-                  () => Effect.fail(new RollBack<A>({ _tag: "Busy" }))
+              // The record goes out with the write's commit statement when the write handed
+              // it over, else on its own; COMMIT rides with whichever is last.
+              const wire = yield* (pending !== undefined
+                ? pending.send(recordCall(request, kept, now))
+                : Effect.as(conn.execute(RECORD, recordParams(request, spliced(kept, handover.flushedWire), now), undefined), handover.flushedWire)).pipe(
+                  Effect.catchIf(
+                    (error) => refusals.has(sqlStateOf(error)),
+                    // A recorded key is replayed below from its record; were the record gone
+                    // again by then, the client retries.
+                    () => Effect.fail(new RollBack<A>({ _tag: "Busy" }))
+                  )
                 )
-              )
               if (!commitRides) yield* unprepared("COMMIT")
-              return { _tag: "Ran", value } as Outcome<A>
+              const answer = spliced(kept, wire)
+              return (answer === kept ? { _tag: "Ran", value } : { _tag: "Ran", value, answer }) as Outcome<A>
             }).pipe(
               // Also after a failed COMMIT (PostgreSQL then only warns), so the connection
               // never goes back to the pool inside a transaction.

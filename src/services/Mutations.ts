@@ -1,7 +1,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { Fragment } from "@effect/sql/Statement"
 import * as Crypto from "node:crypto"
-import { Effect, Option } from "effect"
+import { Effect, FiberRef, Option } from "effect"
 import type { ActionName, DomainEvent, RowChange, StatName } from "../domain/Changes.js"
 import { type Row, sameValue } from "../domain/Json.js"
 import { localDate } from "../domain/LocalTime.js"
@@ -13,6 +13,7 @@ import { ChangeWakeup } from "./ChangeWakeup.js"
 import { CHANGES_CHANNEL, changesInsert, entriesOf } from "./ChangeLog.js"
 import { WebhookWakeup } from "./WebhookWakeup.js"
 import { commitWithNextStatement } from "./PgGuard.js"
+import { commitHandover } from "./CommitHandover.js"
 
 /**
  * What a mutation body writes through. Every row write goes through `insert`, `update`
@@ -163,6 +164,8 @@ const updateChange = (
 const NONCE = Crypto.randomBytes(8).toString("hex")
 const PENDING_WIRE_KEY = `@@steady-pending-wire-${NONCE}`
 const PENDING_WIRE_JSON = JSON.stringify({ [PENDING_WIRE_KEY]: true })
+/** How the stand-in shows in a JSON text that spread it into an object (`{…, "key":true, …}`). */
+const PENDING_WIRE_MEMBER = PENDING_WIRE_JSON.slice(1, -1)
 const PENDING_ID = `@@steady-pending-id-${NONCE}`
 const PENDING_ID_JSON = JSON.stringify(PENDING_ID)
 
@@ -172,6 +175,20 @@ const resolvePending = <A>(result: A, wire: Wire | undefined): A => {
   const { [PENDING_WIRE_KEY]: _pending, ...rest } = result as Record<string, unknown>
   return { ...wire, ...rest } as A
 }
+
+/**
+ * A JSON text (an answer's body) rendered from a result that still held the stand-in of a
+ * handed-over commit statement, with the members of `wire` (the JSON text the statement
+ * rendered) in its place; `wireSql` does the same in SQL, for the record of the answer
+ * written by that statement.
+ */
+export const spliceWire = (text: string, wire: string | null): string =>
+  wire === null || !text.includes(PENDING_WIRE_MEMBER) ? text : text.split(PENDING_WIRE_MEMBER).join(wire.slice(1, -1))
+
+export const spliceWireSql = (sql: SqlClient.SqlClient, text: string, wire: Fragment | undefined): Fragment =>
+  wire === undefined || !text.includes(PENDING_WIRE_MEMBER)
+    ? sql`${text}::text`
+    : sql`replace(${text}::text, ${PENDING_WIRE_MEMBER}::text, (SELECT substr(w, 2, length(w) - 2) FROM ${wire} AS s(w)))`
 
 /** The deferred write of `updateAtCommit`, as the commit statement's first CTEs. */
 interface Deferred {
@@ -206,7 +223,24 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
      * Runs `body` in one transaction that also writes the undo entry, the domain events
      * (the webhook outbox) and the day's statistics. A failure anywhere rolls all back.
      */
-    const runWithUndoId = <A, E, R>(options: MutationOptions, body: (tx: Tx) => Effect.Effect<A, E, R>) =>
+    /**
+     * The keyed request's slot, when this mutation may hand its commit statement to it: the
+     * first mutation run directly in the request's transaction, whose caller needs no undo id.
+     */
+    const handoverFor = (handsOver: boolean) =>
+      Effect.gen(function*() {
+        if (!handsOver) return undefined
+        const slot = yield* FiberRef.get(commitHandover)
+        if (Option.isNone(slot) || slot.value.used) return undefined
+        const transaction = yield* Effect.serviceOption(SqlClient.TransactionConnection)
+        // Only a savepoint directly in the request's transaction: one nested deeper could
+        // still be rolled back to by the transaction around it.
+        if (Option.isNone(transaction) || transaction.value[1] !== 1) return undefined
+        slot.value.used = true
+        return { handover: slot.value, transaction: transaction.value }
+      })
+
+    const execute = <A, E, R>(options: MutationOptions, body: (tx: Tx) => Effect.Effect<A, E, R>, handsOver: boolean) =>
       Effect.gen(function*() {
         const now = yield* clockNow
         const changes: Array<RowChange> = []
@@ -357,29 +391,45 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
         }
 
         const result = yield* body(tx)
-        const feed = entriesOf(changes)
+        const input = { options, now, changes, events, stats, description, feed: entriesOf(changes), extra, deferred }
+        const slot = yield* handoverFor(handsOver)
+        if (slot !== undefined) {
+          // The result keeps its stand-in: the keyed request splices the wire into its answer.
+          // Sent later from outside this transaction's scope, so it names its connection.
+          slot.handover.pending = {
+            send: (record) =>
+              commitStatement(input, record).pipe(
+                Effect.tap(wakeAfter),
+                Effect.map((written) => written.wire),
+                Effect.provideService(SqlClient.TransactionConnection, slot.transaction)
+              )
+          }
+          return [result, null] as const
+        }
         // Our own transaction (not a savepoint in a request-wide one): COMMIT rides with the
         // commit statement instead of costing a round trip of its own.
         const transaction = yield* Effect.serviceOption(SqlClient.TransactionConnection)
         if (Option.isSome(transaction) && transaction.value[1] === 0) commitWithNextStatement(transaction.value[0])
-        const written = yield* Effect.orDie(
-          commitStatement({ options, now, changes, events, stats, description, feed, extra, deferred })
-        )
+        const written = yield* Effect.orDie(commitStatement(input, undefined))
+        yield* wakeAfter(written)
         const wire = written.wire === null ? undefined : JSON.parse(written.wire) as Wire
-        return [resolvePending(result, wire), written.undoId, written.deliveries > 0, feed.length > 0] as const
-      }).pipe(
-        sql.withTransaction,
-        Effect.catchTag("SqlError", Effect.die),
-        // After commit: deliveries written by this transaction go out now, not at the next
-        // poll. No delivery row, no wake-up: the dispatcher's claim query is not free.
-        Effect.tap(([, , delivered]) => (delivered ? wakeup.wake : Effect.void)),
-        // The change streams of this instance read the new feed entries now; others hear NOTIFY.
-        Effect.tap(([, , , fed]) => (fed ? changeWakeup.wake : Effect.void)),
-        Effect.map(([result, undoId]) => [result, undoId] as const)
-      )
+        return [resolvePending(result, wire), written.undoId] as const
+      }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
 
+    /**
+     * After commit: deliveries written by the transaction go out now, not at the next poll
+     * (no delivery row, no wake-up: the dispatcher's claim query is not free); the change
+     * streams of this instance read the new feed entries now (others hear NOTIFY).
+     */
+    const wakeAfter = (written: { readonly deliveries: number; readonly fed: boolean }) =>
+      Effect.zipRight(written.deliveries > 0 ? wakeup.wake : Effect.void, written.fed ? changeWakeup.wake : Effect.void)
+
+    const runWithUndoId = <A, E, R>(options: MutationOptions, body: (tx: Tx) => Effect.Effect<A, E, R>) =>
+      execute(options, body, false)
+
+    /** Inside a keyed request, the first such mutation hands its commit statement over (`CommitHandover`). */
     const run = <A, E, R>(options: MutationOptions, body: (tx: Tx) => Effect.Effect<A, E, R>) =>
-      Effect.map(runWithUndoId(options, body), ([result]) => result)
+      Effect.map(execute(options, body, true), ([result]) => result)
 
     /**
      * Everything the pipeline writes besides the body's rows, as ONE statement just before
@@ -399,7 +449,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
       readonly feed: ReturnType<typeof entriesOf>
       readonly extra: ReadonlyArray<Fragment>
       readonly deferred: Deferred | undefined
-    }) => {
+    }, record: ((wire: Fragment | undefined) => Fragment) | undefined) => {
       const { changes, events, feed, options } = input
       const userId = options.user.id
       const at = input.now.toISOString()
@@ -473,14 +523,20 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
       }
       if (feed.length > 0) ctes.push(sql`feed AS (${changesInsert(sql, input.now, feed)})`)
       input.extra.forEach((statement, n) => ctes.push(sql`${sql.literal(`extra${n}`)} AS (${statement})`))
-      if (ctes.length === 0) return Effect.succeed({ undoId: null, deliveries: 0, wire: null })
+      // A SELECT in a CTE runs only when read: the final SELECT reads it.
+      if (record !== undefined) {
+        ctes.push(sql`recorded AS (SELECT ${record(deferred === undefined ? undefined : sql`(SELECT wire FROM target)`)})`)
+      }
+      const fed = feed.length > 0
+      if (ctes.length === 0) return Effect.succeed({ undoId: null, deliveries: 0, wire: null, fed })
       return sql<{ undo_id: number | null; deliveries: number; wire: string | null }>`
         WITH ${sql.join(", ", false)(ctes)}
         SELECT ${undoable ? sql`(SELECT id FROM undo)` : sql`NULL::integer`} AS undo_id,
           ${events.length > 0 ? sql`(SELECT count(*) FROM delivered)::int` : sql`0`} AS deliveries,
           ${deferred !== undefined ? sql`(SELECT wire FROM target)` : sql`NULL::text`} AS wire
-          ${feed.length > 0 ? sql`, pg_notify(${CHANGES_CHANNEL}, '1')` : sql``}`.pipe(
-        Effect.map((rows) => ({ undoId: rows[0]!.undo_id, deliveries: rows[0]!.deliveries, wire: rows[0]!.wire }))
+          ${fed ? sql`, pg_notify(${CHANGES_CHANNEL}, '1')` : sql``}
+          ${record !== undefined ? sql`, (SELECT count(*) FROM recorded) AS recorded` : sql``}`.pipe(
+        Effect.map((rows) => ({ undoId: rows[0]!.undo_id, deliveries: rows[0]!.deliveries, wire: rows[0]!.wire, fed }))
       )
     }
 

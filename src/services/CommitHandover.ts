@@ -1,0 +1,61 @@
+import type { Connection } from "@effect/sql/SqlConnection"
+import type { SqlError } from "@effect/sql/SqlError"
+import type { Fragment } from "@effect/sql/Statement"
+import { Effect, FiberRef, Option, Stream } from "effect"
+
+/**
+ * A mutation's commit statement handed to the keyed request around it (Idempotency-Key,
+ * issue 14) instead of sent: the request's record of its answer then goes out as one more
+ * CTE of that statement, with COMMIT in the same message, so a keyed write costs no round
+ * trip more than an unkeyed one.
+ */
+export interface PendingCommit {
+  /**
+   * Sends the commit statement, with `record` (given the SQL of the wire text the
+   * statement renders, where it renders one) evaluated by it, and answers that wire text.
+   */
+  readonly send: (record: ((wire: Fragment | undefined) => Fragment) | undefined) => Effect.Effect<string | null, SqlError>
+}
+
+/** One keyed request's slot: the first mutation nested in it may leave its commit statement here. */
+export interface Handover {
+  /** Taken by the first mutation; later ones send their own. */
+  used: boolean
+  pending: PendingCommit | undefined
+  /** The wire text of a pending statement that had to go out early (see `flushing`). */
+  flushedWire: string | null
+}
+
+export const commitHandover = FiberRef.unsafeMake<Option.Option<Handover>>(Option.none())
+
+export const makeHandover = (): Handover => ({ used: false, pending: undefined, flushedWire: null })
+
+/** Sends a pending commit statement on its own, if one waits. */
+const flush = (handover: Handover): Effect.Effect<void, SqlError> =>
+  Effect.suspend(() => {
+    const pending = handover.pending
+    if (pending === undefined) return Effect.void
+    handover.pending = undefined
+    return Effect.map(pending.send(undefined), (wire) => {
+      handover.flushedWire = wire
+    })
+  })
+
+/**
+ * The keyed request's connection as its handler sees it: any statement sent after a
+ * mutation handed its commit statement over sends that first, so what the handler reads
+ * next sees the mutation's writes.
+ */
+export const flushing = (connection: Connection, handover: Handover): Connection => {
+  const after = <A>(statement: () => Effect.Effect<A, SqlError>) =>
+    Effect.zipRight(flush(handover), Effect.suspend(statement))
+  const wrapped: Connection = Object.create(connection)
+  return Object.assign(wrapped, {
+    execute: (text, params, transformRows) => after(() => connection.execute(text, params, transformRows)),
+    executeRaw: (text, params) => after(() => connection.executeRaw(text, params)),
+    executeValues: (text, params) => after(() => connection.executeValues(text, params)),
+    executeUnprepared: (text, params, transformRows) => after(() => connection.executeUnprepared(text, params, transformRows)),
+    executeStream: (text, params, transformRows) =>
+      Stream.unwrap(Effect.as(flush(handover), connection.executeStream(text, params, transformRows)))
+  } satisfies Partial<Connection>)
+}
