@@ -15,12 +15,12 @@ import { createWebhook, deliveryRows } from "./support/webhooks.js"
  * entry, outbox events, deliveries, statistics and change-feed rows go out as one statement
  * at commit, and the answer comes from the write itself (RETURNING the wire JSON). Today's
  * code sent 12 (POST) and 14 (done) statements besides BEGIN and COMMIT.
- * A create: the INSERT (which finds the Inbox) and the commit statement. An edit or a done:
+ * A create: the commit statement alone, which carries the INSERT (it finds the Inbox). An edit or a done:
  * the lock (with the owner's calendar) and the commit statement, which carries the UPDATE
  * (and a done's completion record). The token was verified by an earlier request and is
  * remembered (CredentialCache), so no request after the first spends a statement on it.
  */
-const CREATE_STATEMENTS = 2
+const CREATE_STATEMENTS = 1
 const EDIT_STATEMENTS = 2
 
 describe("round trips of a single-task write", () => {
@@ -46,13 +46,33 @@ describe("round trips of a single-task write", () => {
     return { res, statements }
   }
 
-  it("POST /api/tasks into the Inbox: the INSERT and the commit statement", async () => {
+  it("POST /api/tasks into the Inbox: the commit statement, carrying the INSERT", async () => {
     const { res, statements } = await counted("POST", "/api/tasks", { title: "Count me", labels: ["x"], priority: 2 })
     expect(res.status).toBe(201)
     expect(res.body.data).toMatchObject({ title: "Count me", labels: ["x"], priority: 2, done: false })
     const inbox = (await user.api.get("/api/projects")).body.data.projects.find((p: { is_inbox: boolean }) => p.is_inbox)
     expect(res.body.data.project_id).toBe(inbox.id)
     expect(statements.length, statements.join("\n")).toBeLessThanOrEqual(CREATE_STATEMENTS)
+    // The undo entry holds the row as inserted: the id, Inbox and timestamps the statement gave it.
+    const created = (await undoEntries(service, user.id)).at(-1)!
+    expect(created.action).toBe("create")
+    expect(created.changes).toHaveLength(1)
+    const { after, ...change } = created.changes[0]
+    expect(change).toEqual({ op: "insert", table: "tasks", id: res.body.data.id })
+    expect(after).toMatchObject({
+      id: res.body.data.id,
+      user_id: user.id,
+      project_id: inbox.id,
+      title: "Count me",
+      labels: ["x"],
+      priority: 2,
+      created_at: res.body.data.created_at,
+      updated_at: res.body.data.updated_at,
+      deleted_at: null
+    })
+    expect(JSON.stringify(after)).not.toContain("@@steady-pending")
+    const events = await outboxEvents(service, user.id)
+    expect(events.at(-1)).toMatchObject({ event: "task.created", task_id: res.body.data.id, payload: { task: res.body.data } })
   })
 
   it("PATCH /api/tasks/{id}: the lock and the commit statement", async () => {

@@ -1,4 +1,5 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
+import type { Fragment } from "@effect/sql/Statement"
 import { Effect } from "effect"
 import type { RowChange } from "../domain/Changes.js"
 import { inSharedProject } from "./WireSql.js"
@@ -59,7 +60,17 @@ export const entriesOf = (changes: ReadonlyArray<RowChange>): ReadonlyArray<Entr
  * the rows as the transaction leaves them: the owner, and whether the object is (or was) in
  * a shared project.
  */
-export const changesInsert = (sql: SqlClient.SqlClient, at: Date, entries: ReadonlyArray<Entry>) =>
+/**
+ * A task the same statement inserts (the mutation pipeline's `insertAtCommit`): its entry's
+ * id is a stand-in that `json` replaces, and `tasks` (id, user_id, project_id) has the row,
+ * which a probe of `tasks` cannot see yet.
+ */
+export interface PendingTask {
+  readonly json: (text: string) => Fragment
+  readonly tasks: Fragment
+}
+
+export const changesInsert = (sql: SqlClient.SqlClient, at: Date, entries: ReadonlyArray<Entry>, pending?: PendingTask) =>
   // Each object is looked up by key (LATERAL … OFFSET 0 keeps it a per-entry index probe):
   // plain joins let a prepared statement's generic plan, made while the tables were small,
   // hash-join a sequential scan of every task for good (issue 17).
@@ -72,15 +83,25 @@ export const changesInsert = (sql: SqlClient.SqlClient, at: Date, entries: Reado
         WHEN 'project' THEN COALESCE(p.shared, false) OR e.was_shared
         ELSE false
       END
-    FROM jsonb_to_recordset(${JSON.stringify(entries.map((e, n) => ({ ...e, n })))}::jsonb)
+    FROM jsonb_to_recordset(${entriesJson(sql, entries, pending)})
       AS e(kind text, id integer, op text, owner integer, projects jsonb, was_shared boolean, n integer)
     LEFT JOIN LATERAL (
       SELECT x.user_id, ${inSharedProject(sql, "x.project_id")} AS in_shared
-      FROM tasks x WHERE e.kind = 'task' AND x.id = e.id OFFSET 0) t ON true
+      FROM tasks x WHERE e.kind = 'task' AND x.id = e.id
+      ${
+    pending === undefined ? sql`` : sql`UNION ALL
+      SELECT x.user_id, ${inSharedProject(sql, "x.project_id")} FROM ${pending.tasks} x WHERE e.kind = 'task' AND x.id = e.id`
+  }
+      OFFSET 0) t ON true
     LEFT JOIN LATERAL (SELECT x.owner_id, x.shared FROM projects x WHERE e.kind = 'project' AND x.id = e.id OFFSET 0) p ON true
     LEFT JOIN LATERAL (SELECT x.user_id FROM time_slots x WHERE e.kind = 'time_slot' AND x.id = e.id OFFSET 0) s ON true
     WHERE COALESCE(t.user_id, p.owner_id, s.user_id, e.owner) IS NOT NULL
     ORDER BY e.n`
+
+const entriesJson = (sql: SqlClient.SqlClient, entries: ReadonlyArray<Entry>, pending: PendingTask | undefined): Fragment => {
+  const text = JSON.stringify(entries.map((e, n) => ({ ...e, n })))
+  return pending === undefined ? sql`${text}::jsonb` : sql`(${pending.json(text)})::jsonb`
+}
 
 /**
  * Writes the entries inside the caller's transaction and notifies the other instances,

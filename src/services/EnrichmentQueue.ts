@@ -1,6 +1,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
+import type { Fragment } from "@effect/sql/Statement"
 import { Clock, Duration, Effect, Queue, Ref } from "effect"
-import { baselineOf } from "../domain/AiEnrichment.js"
+import { baselineOf, ENRICHED_FIELDS } from "../domain/AiEnrichment.js"
 import type { Row } from "../domain/Json.js"
 import { afterCommit } from "./AfterCommit.js"
 import { AppConfig } from "./AppConfig.js"
@@ -43,14 +44,21 @@ export class EnrichmentQueue extends Effect.Service<EnrichmentQueue>()("steady/E
     const noteQueued = Effect.flatMap(Clock.currentTimeMillis, (now) => Ref.set(lastQueued, now))
 
     /**
-     * The queue row of a task just inserted pending, as a statement for the caller to send
-     * together with another (the create sends it with the mutation's commit statement,
-     * `Tx.atCommit`): a create that enriches costs no round trip more than one that does not.
+     * The queue row of a task inserted pending by the same statement (`Tx.insertAtCommit`
+     * gives its id and row as SQL), for the create to send with the mutation's commit
+     * statement (`Tx.atCommit`): a create that enriches costs no round trip more than one
+     * that does not.
      * The baseline is the task as it is now: fields that differ from it when the answer
      * arrives were edited by the user and are kept.
      */
-    const createdRow = (task: Row, sourceTitle: string, now: Date) =>
-      sql`INSERT INTO ai_enrichment_queue ${queueValues(task, sourceTitle, now.toISOString())}`
+    const createdRow = (task: { readonly idSql: Fragment; readonly rowSql: Fragment; readonly userId: number }, sourceTitle: string, now: Date) => {
+      const at = now.toISOString()
+      const baseline = sql.literal(`jsonb_build_object(${ENRICHED_FIELDS.map((f) => `'${f}', r->'${f}'`).join(", ")})`)
+      return sql`INSERT INTO ai_enrichment_queue (task_id, user_id, state, attempts, next_attempt_at, source_title, baseline, created_at, updated_at)
+        SELECT ${task.idSql}, ${task.userId}, 'pending', 0, ${at}::timestamptz, ${sourceTitle},
+               ${baseline}, ${at}::timestamptz, ${at}::timestamptz
+        FROM (SELECT ${task.rowSql}) AS s(r)`
+    }
 
     /** Re-queues enrichment of an existing `task` from `sourceTitle`, inside the caller's transaction. */
     const requeue = (task: Row, sourceTitle: string, now: Date) =>

@@ -48,6 +48,19 @@ export interface Tx {
     options: UpdateOptions & { readonly current: Row }
   ) => Effect.Effect<{ readonly fields: ReadonlyArray<string>; readonly wire: Wire }>
   /**
+   * `insertWire` for the LAST write of a single-row create: the INSERT goes out as the first
+   * CTE of the commit statement, so a create is one round trip. What comes back stands for
+   * the new row: `wire` as for `updateAtCommit`; `row` holds the values given, its `id` a
+   * stand-in that may only be passed on (events' `taskId`); `id` is the SQL of the new id,
+   * `row` the SQL of the row as `insert` returns it (jsonb), for `atCommit` statements.
+   * Once per mutation, and no other deferred write.
+   */
+  readonly insertAtCommit: (
+    table: TableSpec,
+    values: Row,
+    computed?: Readonly<Record<string, Fragment>>
+  ) => Effect.Effect<PendingInsert>
+  /**
    * A data-modifying statement that needs no answer (a queue row): it goes out with the
    * commit statement, as one of its CTEs, instead of costing a round trip of its own.
    */
@@ -66,6 +79,13 @@ export interface Tx {
 
 /** A row's wire JSON as the database renders it (e.g. `steady_task_json`). */
 export type Wire = Record<string, unknown>
+
+export interface PendingInsert {
+  readonly row: Row
+  readonly wire: Wire
+  readonly idSql: Fragment
+  readonly rowSql: Fragment
+}
 
 export interface Written {
   readonly row: Row
@@ -166,6 +186,8 @@ const PENDING_WIRE_KEY = `@@steady-pending-wire-${NONCE}`
 const PENDING_WIRE_JSON = JSON.stringify({ [PENDING_WIRE_KEY]: true })
 /** How the stand-in shows in a JSON text that spread it into an object (`{…, "key":true, …}`). */
 const PENDING_WIRE_MEMBER = PENDING_WIRE_JSON.slice(1, -1)
+const PENDING_ROW_KEY = `@@steady-pending-row-${NONCE}`
+const PENDING_ROW_MEMBER = JSON.stringify({ [PENDING_ROW_KEY]: true }).slice(1, -1)
 const PENDING_ID = `@@steady-pending-id-${NONCE}`
 const PENDING_ID_JSON = JSON.stringify(PENDING_ID)
 
@@ -194,6 +216,20 @@ export const spliceWireSql = (sql: SqlClient.SqlClient, text: string, wire: Frag
 interface Deferred {
   readonly target: Fragment
   readonly inserted: Fragment | undefined
+  /** A deferred INSERT's `inserted` also renders the row: the undo entry's stand-in gets it. */
+  readonly insertsRow?: boolean
+}
+
+/**
+ * The row as `normalizeRow` has it (timestamps as ISO text in UTC with milliseconds), in
+ * SQL, for a row the commit statement inserts.
+ */
+const normalizedRowSql = (table: TableSpec) => {
+  const timestamps = Object.entries(table.columns).filter(([, kind]) => kind === "ts").map(([column]) => column)
+  const row = `to_jsonb(${table.name})`
+  return timestamps.length === 0
+    ? row
+    : `${row} || jsonb_build_object(${timestamps.map((c) => `'${c}', steady_iso(${table.name}.${c})`).join(", ")})`
 }
 
 const wireOf = (table: TableSpec) => {
@@ -343,10 +379,42 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
             return { fields, wire: { [PENDING_WIRE_KEY]: true } as Wire }
           })
 
+        const insertAtCommit = (table: TableSpec, values: Row, computed: Readonly<Record<string, Fragment>> = {}) =>
+          Effect.sync((): PendingInsert => {
+            if (deferred !== undefined) throw new Error("insertAtCommit: one deferred write per mutation")
+            checkColumns(table, values)
+            for (const column of Object.keys(computed)) checkColumns(table, { [column]: null })
+            if (table.wireText === undefined) throw new Error(`${table.name} has no wire rendering`)
+            const columns = Object.keys(values)
+            const target = sql`target AS (INSERT INTO ${sql.literal(table.name)} (${
+              sql.literal([...columns, ...Object.keys(computed)].join(", "))
+            }) VALUES (${
+              sql.csv([
+                ...columns.map((c) =>
+                  sql`${sqlParam(table.columns[c]!, values[c]!)}::${sql.literal(sqlCast[table.columns[c]!])}`
+                ),
+                ...Object.values(computed)
+              ])
+            }) RETURNING id, user_id, project_id, ${sql.literal(`${table.wireText}(${table.name})::text`)} AS wire,
+              ${sql.literal(normalizedRowSql(table))} AS row)`
+            deferred = { target, inserted: sql`inserted AS (SELECT id, row FROM target)`, insertsRow: true }
+            // The undo entry's row: the values given, overridden by the row as inserted (a
+            // later duplicate key wins in jsonb), which `withPending` splices in.
+            const row: Row = { ...normalizeRow(table, values), id: PENDING_ID }
+            changes.push({ op: "insert", table: table.name, id: PENDING_ID as unknown as number, after: { ...row, [PENDING_ROW_KEY]: true } })
+            return {
+              row,
+              wire: { [PENDING_WIRE_KEY]: true } as Wire,
+              idSql: sql`(SELECT id FROM target)`,
+              rowSql: sql`(SELECT row FROM target)`
+            }
+          })
+
         const tx: Tx = {
           now,
           user: options.user,
           updateAtCommit,
+          insertAtCommit,
           lock: (table, id) => Effect.orDie(lockRow(table, id)),
           insert: (table, values, insertOptions) => Effect.map(insertRow(table, values, insertOptions, false), (w) => w.row),
           insertWire: (table, values, insertOptions) => insertRow(table, values, insertOptions, true),
@@ -468,6 +536,9 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
         if (deferred?.inserted !== undefined && json.includes(PENDING_ID_JSON)) {
           out = sql`replace(${out}, ${PENDING_ID_JSON}, (SELECT id FROM inserted)::text)`
         }
+        if (deferred?.insertsRow === true && json.includes(PENDING_ROW_MEMBER)) {
+          out = sql`replace(${out}, ${PENDING_ROW_MEMBER}, (SELECT substr(r, 2, length(r) - 2) FROM (SELECT row::text FROM inserted) AS s(r)))`
+        }
         return out
       }
       const undoable = changes.length > 0 && options.undoable !== false
@@ -496,7 +567,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
             ? sql`events AS (
               SELECT e.n, e.event, e.task_id, replace(e.payload, ${PENDING_WIRE_JSON}, w.wire)::jsonb AS payload,
                 replace(e.body, ${PENDING_WIRE_JSON}, w.wire) AS body
-              FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
+              FROM jsonb_to_recordset((${withPending(JSON.stringify(rows))})::jsonb)
                 AS e(n integer, event text, task_id integer, payload text, body text)
               CROSS JOIN (SELECT wire FROM target) w)`
             : sql`events AS (
@@ -521,7 +592,11 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
             tasks_created = daily_stats.tasks_created + EXCLUDED.tasks_created,
             snoozes = daily_stats.snoozes + EXCLUDED.snoozes)`)
       }
-      if (feed.length > 0) ctes.push(sql`feed AS (${changesInsert(sql, input.now, feed)})`)
+      if (feed.length > 0) {
+        ctes.push(sql`feed AS (${
+          changesInsert(sql, input.now, feed, deferred?.insertsRow === true ? { json: withPending, tasks: sql`target` } : undefined)
+        })`)
+      }
       input.extra.forEach((statement, n) => ctes.push(sql`${sql.literal(`extra${n}`)} AS (${statement})`))
       // A SELECT in a CTE runs only when read: the final SELECT reads it.
       if (record !== undefined) {

@@ -1,3 +1,4 @@
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Option } from "effect"
 import { ValidationError } from "../domain/Errors.js"
 import type { JsonValue } from "../domain/Json.js"
@@ -21,6 +22,7 @@ const quoted = (title: unknown) => `'${String(title)}'`
 /** Task writes. Each one is a single pass through the mutation pipeline. */
 export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
   effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
     const mutations = yield* Mutations
     const queries = yield* TaskQueries
     const quotas = yield* Quotas
@@ -56,8 +58,9 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
       tx.emit({ event: "task.updated", taskId: id, data: { task: task as JsonValue, fields_changed: [...fields] } })
 
     /**
-     * The Inbox is looked up by the INSERT itself, and the new task comes back from it as
-     * wire JSON; the enrichment queue row goes out with the commit statement.
+     * One statement: the INSERT (which looks up the Inbox itself and renders the new task as
+     * wire JSON), the enrichment queue row and the pipeline's own writes all go out as the
+     * commit statement (`Tx.insertAtCommit`).
      */
     const create = (user: CurrentUserShape, input: TaskCreate) => {
       // Queued in the same transaction (durable); enriched in the background (issue 11).
@@ -73,21 +76,19 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
             ...(yield* periodWrites(quotas.settingsOf(user.id), undefined, base, tx.now)),
             ...(enrich ? { enrichment_status: "pending" } : {})
           }
-          const { row: inserted, wire: task } = yield* tx.insertWire(
+          const inserted = yield* tx.insertAtCommit(
             TasksTable,
             row,
-            projectId === undefined
-              ? { computed: { project_id: (param) => `(SELECT id FROM projects WHERE owner_id = ${param(user.id)} AND is_inbox)` } }
-              : {}
+            projectId === undefined ? { project_id: sql`(SELECT id FROM projects WHERE owner_id = ${user.id} AND is_inbox)` } : {}
           )
           if (enrich) {
-            tx.atCommit(enrichment.createdRow(inserted, input.title, tx.now))
+            tx.atCommit(enrichment.createdRow({ ...inserted, userId: user.id }, input.title, tx.now))
             yield* enrichment.noteQueued
           }
-          tx.emit({ event: "task.created", taskId: Number(inserted.id), data: { task: task as JsonValue } })
+          tx.emit({ event: "task.created", taskId: inserted.row.id as number, data: { task: inserted.wire as JsonValue } })
           tx.count("tasks_created")
-          tx.describe(`Created ${quoted(task.title)}`)
-          return task
+          tx.describe(`Created ${quoted(inserted.row.title)}`)
+          return inserted.wire
         })).pipe(Effect.tap(() => (enrich ? enrichment.wake : Effect.void)))
     }
 
