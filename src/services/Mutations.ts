@@ -22,9 +22,7 @@ import { commitHandover } from "./CommitHandover.js"
 export interface Tx {
   readonly now: Date
   readonly user: CurrentUserShape
-  readonly insert: (table: TableSpec, values: Row, options?: InsertOptions) => Effect.Effect<Row>
-  /** `insert`, with the new row rendered as wire JSON (the table's `wire`) by the same statement. */
-  readonly insertWire: (table: TableSpec, values: Row, options?: InsertOptions) => Effect.Effect<Written>
+  readonly insert: (table: TableSpec, values: Row) => Effect.Effect<Row>
   /** Writes only the fields whose value differs; returns the changed field names. */
   readonly update: (table: TableSpec, id: number, values: Row, options?: UpdateOptions) => Effect.Effect<ReadonlyArray<string>>
   /** `update`, with the row as it leaves the statement rendered as wire JSON (the table's `wire`). */
@@ -48,7 +46,7 @@ export interface Tx {
     options: UpdateOptions & { readonly current: Row }
   ) => Effect.Effect<{ readonly fields: ReadonlyArray<string>; readonly wire: Wire }>
   /**
-   * `insertWire` for the LAST write of a single-row create: the INSERT goes out as the first
+   * An insert for the LAST write of a single-row create: the INSERT goes out as the first
    * CTE of the commit statement, so a create is one round trip. What comes back stands for
    * the new row: `wire` as for `updateAtCommit`; `row` holds the values given, its `id` a
    * stand-in that may only be passed on (events' `taskId`); `id` is the SQL of the new id,
@@ -87,19 +85,6 @@ export interface PendingInsert {
   readonly rowSql: Fragment
 }
 
-export interface Written {
-  readonly row: Row
-  readonly wire: Wire
-}
-
-export interface InsertOptions {
-  /**
-   * Columns the database computes in the INSERT itself, e.g. the owner's Inbox: each gets
-   * a function that binds its parameters (`param(value)` gives `$n`) and returns the SQL.
-   */
-  readonly computed?: Readonly<Record<string, (param: (value: unknown) => string) => string>>
-}
-
 export interface UpdateOptions {
   /** Fields whose current value the undo entry keeps as a guard (see undo). */
   readonly guard?: ReadonlyArray<string>
@@ -127,23 +112,6 @@ const placeholders = (table: TableSpec, values: Row, start: number) => {
   const params = columns.map((c) => sqlParam(table.columns[c]!, values[c]!))
   const casts = columns.map((c, i) => `$${start + i}::${sqlCast[table.columns[c]!]}`)
   return { columns, params, casts }
-}
-
-/** The INSERT's column list, values and parameters, computed columns included. */
-const insertParts = (table: TableSpec, values: Row, options: InsertOptions | undefined) => {
-  const { casts, columns, params } = placeholders(table, values, 1)
-  const all = [...params]
-  const param = (value: unknown) => {
-    all.push(value)
-    return `$${all.length}`
-  }
-  const computed = Object.entries(options?.computed ?? {})
-  for (const [column] of computed) if (!(column in table.columns)) throw new Error(`Unknown column ${table.name}.${column}`)
-  return {
-    columns: [...columns, ...computed.map(([column]) => column)],
-    values: [...casts, ...computed.map(([, expression]) => expression(param))],
-    params: all
-  }
 }
 
 /** The columns `values` really changes (the touch column aside): their old and new values. */
@@ -286,18 +254,17 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
         let deferred: Deferred | undefined
         let description = ""
 
-        const insertRow = (table: TableSpec, values: Row, options: InsertOptions | undefined, wire: boolean) =>
+        const insertRow = (table: TableSpec, values: Row) =>
           Effect.gen(function*() {
             checkColumns(table, values)
-            const parts = insertParts(table, values, options)
-            const rows = yield* sql.unsafe<{ row: Record<string, unknown>; wire?: Wire }>(
-              `INSERT INTO ${table.name} (${parts.columns.join(", ")}) VALUES (${parts.values.join(", ")})
-               RETURNING to_jsonb(${table.name}) AS row${wire ? `, ${wireOf(table)} AS wire` : ""}`,
-              parts.params
+            const { casts, columns, params } = placeholders(table, values, 1)
+            const rows = yield* sql.unsafe<{ row: Record<string, unknown> }>(
+              `INSERT INTO ${table.name} (${columns.join(", ")}) VALUES (${casts.join(", ")}) RETURNING to_jsonb(${table.name}) AS row`,
+              params
             )
             const row = normalizeRow(table, rows[0]!.row)
             changes.push({ op: "insert", table: table.name, id: Number(row.id), after: row })
-            return { row, wire: rows[0]!.wire ?? {} }
+            return row
           }).pipe(Effect.orDie)
 
         const updateRow = (table: TableSpec, id: number, values: Row, updateOptions: UpdateOptions | undefined, wire: boolean) =>
@@ -416,8 +383,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
           updateAtCommit,
           insertAtCommit,
           lock: (table, id) => Effect.orDie(lockRow(table, id)),
-          insert: (table, values, insertOptions) => Effect.map(insertRow(table, values, insertOptions, false), (w) => w.row),
-          insertWire: (table, values, insertOptions) => insertRow(table, values, insertOptions, true),
+          insert: insertRow,
           update: (table, id, values, updateOptions) =>
             Effect.map(updateRow(table, id, values, updateOptions, false), (u) => u.fields),
           updateWire: (table, id, values, updateOptions) => updateRow(table, id, values, updateOptions, true),
