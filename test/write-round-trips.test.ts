@@ -117,6 +117,8 @@ describe("round trips of a single-task write", () => {
     const retry = await user.api.request(method, path, body, { "idempotency-key": key })
     expect(retry.headers.get("idempotent-replayed")).toBe("true")
     expect(retry.text).toBe(res.text)
+    // Sent with their length, not chunked.
+    for (const answer of [res, retry]) expect(answer.headers.get("content-length")).toBe(String(Buffer.byteLength(answer.text)))
     return { res, statements }
   }
 

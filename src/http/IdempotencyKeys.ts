@@ -37,23 +37,28 @@ const reused = () =>
     details: {}
   }, { status: 422 })
 
-const replay = (answer: StoredAnswer) =>
-  HttpServerResponse.raw(answer.body, {
-    status: answer.status,
-    headers: { [IDEMPOTENT_REPLAYED_HEADER]: "true" },
-    ...(answer.contentType === null ? {} : { contentType: answer.contentType })
-  })
+/**
+ * A kept answer as a response: bytes with their length (a string body would go out
+ * chunked), or nothing for an empty one.
+ */
+const responseOf = (answer: StoredAnswer, status: number, headers: Headers.Input) =>
+  answer.body === "" && answer.contentType === null
+    ? HttpServerResponse.empty({ status, headers })
+    : HttpServerResponse.uint8Array(encoder.encode(answer.body), {
+      status,
+      headers,
+      ...(answer.contentType === null ? {} : { contentType: answer.contentType })
+    })
+
+const replay = (answer: StoredAnswer) => responseOf(answer, answer.status, { [IDEMPOTENT_REPLAYED_HEADER]: "true" })
 
 /** The response with the body the write's record holds (its wire JSON spliced in). */
 const answered = (response: HttpServerResponse.HttpServerResponse, answer: StoredAnswer) =>
-  HttpServerResponse.raw(answer.body, {
-    status: response.status,
-    // The length (and type) set for the body with the stand-in are not this body's.
-    headers: Headers.remove(response.headers, ["content-length", "content-type"]),
-    ...(answer.contentType === null ? {} : { contentType: answer.contentType })
-  })
+  // The length (and type) set for the body with the stand-in are not this body's.
+  responseOf(answer, response.status, Headers.remove(response.headers, ["content-length", "content-type"]))
 
 const decoder = new TextDecoder()
+const encoder = new TextEncoder()
 
 /**
  * What is kept of an answer: nothing for an error (4xx/5xx: the key stays free and the
