@@ -160,20 +160,20 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
               const pending = handover.pending
               handover.pending = undefined
               const commitRides = commitWithNextStatement(conn)
+              // A recorded key is replayed below from its record; were the record gone again
+              // by then, the client retries.
+              const refused = <X>(statement: Effect.Effect<X, SqlError>) =>
+                Effect.catchIf(statement, (error) => refusals.has(sqlStateOf(error)), () => Effect.fail(new RollBack<A>({ _tag: "Busy" })))
               // The record goes out with the write's commit statement when the write handed
               // it over, else on its own; COMMIT rides with whichever is last.
-              const wire = yield* (pending !== undefined
-                ? pending.send(recordCall(request, kept, now))
-                : Effect.as(conn.execute(RECORD, recordParams(request, spliced(kept, handover.flushedWire), now), undefined), handover.flushedWire)).pipe(
-                  Effect.catchIf(
-                    (error) => refusals.has(sqlStateOf(error)),
-                    // A recorded key is replayed below from its record; were the record gone
-                    // again by then, the client retries.
-                    () => Effect.fail(new RollBack<A>({ _tag: "Busy" }))
-                  )
-                )
+              let answer: StoredAnswer
+              if (pending !== undefined) {
+                answer = spliced(kept, yield* refused(pending.send(recordCall(request, kept, now))))
+              } else {
+                answer = spliced(kept, handover.flushedWire)
+                yield* refused(conn.execute(RECORD, recordParams(request, answer, now), undefined))
+              }
               if (!commitRides) yield* unprepared("COMMIT")
-              const answer = spliced(kept, wire)
               return (answer === kept ? { _tag: "Ran", value } : { _tag: "Ran", value, answer }) as Outcome<A>
             }).pipe(
               // Also after a failed COMMIT (PostgreSQL then only warns), so the connection

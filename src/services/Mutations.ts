@@ -3,7 +3,7 @@ import type { Fragment } from "@effect/sql/Statement"
 import * as Crypto from "node:crypto"
 import { Effect, FiberRef, Option } from "effect"
 import type { ActionName, DomainEvent, RowChange, StatName } from "../domain/Changes.js"
-import { type Row, sameValue } from "../domain/Json.js"
+import { type JsonValue, type Row, sameValue } from "../domain/Json.js"
 import { localDate } from "../domain/LocalTime.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { now as clockNow } from "./ServiceClock.js"
@@ -152,10 +152,11 @@ const updateChange = (
 const NONCE = Crypto.randomBytes(8).toString("hex")
 const PENDING_WIRE_KEY = `@@steady-pending-wire-${NONCE}`
 const PENDING_WIRE_JSON = JSON.stringify({ [PENDING_WIRE_KEY]: true })
-/** How the stand-in shows in a JSON text that spread it into an object (`{…, "key":true, …}`). */
-const PENDING_WIRE_MEMBER = PENDING_WIRE_JSON.slice(1, -1)
+/** How a stand-in key shows in a JSON text that spread it into an object (`{…, "key":true, …}`). */
+const memberOf = (key: string) => JSON.stringify({ [key]: true }).slice(1, -1)
+const PENDING_WIRE_MEMBER = memberOf(PENDING_WIRE_KEY)
 const PENDING_ROW_KEY = `@@steady-pending-row-${NONCE}`
-const PENDING_ROW_MEMBER = JSON.stringify({ [PENDING_ROW_KEY]: true }).slice(1, -1)
+const PENDING_ROW_MEMBER = memberOf(PENDING_ROW_KEY)
 const PENDING_ID = `@@steady-pending-id-${NONCE}`
 const PENDING_ID_JSON = JSON.stringify(PENDING_ID)
 
@@ -172,13 +173,16 @@ const resolvePending = <A>(result: A, wire: Wire | undefined): A => {
  * rendered) in its place; `wireSql` does the same in SQL, for the record of the answer
  * written by that statement.
  */
+/** The members of a JSON object's text (what goes in place of a stand-in member), in SQL. */
+const membersSql = (sql: SqlClient.SqlClient, json: Fragment) => sql`(SELECT substr(j, 2, length(j) - 2) FROM ${json} AS s(j))`
+
 export const spliceWire = (text: string, wire: string | null): string =>
   wire === null || !text.includes(PENDING_WIRE_MEMBER) ? text : text.split(PENDING_WIRE_MEMBER).join(wire.slice(1, -1))
 
 export const spliceWireSql = (sql: SqlClient.SqlClient, text: string, wire: Fragment | undefined): Fragment =>
   wire === undefined || !text.includes(PENDING_WIRE_MEMBER)
     ? sql`${text}::text`
-    : sql`replace(${text}::text, ${PENDING_WIRE_MEMBER}::text, (SELECT substr(w, 2, length(w) - 2) FROM ${wire} AS s(w)))`
+    : sql`replace(${text}::text, ${PENDING_WIRE_MEMBER}::text, ${membersSql(sql, wire)})`
 
 /** The deferred write of `updateAtCommit`, as the commit statement's first CTEs. */
 interface Deferred {
@@ -217,16 +221,16 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
     const wakeup = yield* WebhookWakeup
     const changeWakeup = yield* ChangeWakeup
 
+    /** A column's value as a statement parameter cast to the column's type. */
+    const typedParam = (table: TableSpec, column: string, value: JsonValue) =>
+      sql`${sqlParam(table.columns[column]!, value)}::${sql.literal(sqlCast[table.columns[column]!])}`
+
     const lockRow = (table: TableSpec, id: number) =>
       sql.unsafe<{ row: Record<string, unknown> }>(
         `SELECT to_jsonb(t) AS row FROM ${table.name} t WHERE id = $1 FOR UPDATE`,
         [id]
       ).pipe(Effect.map((rows) => rows[0] === undefined ? undefined : normalizeRow(table, rows[0].row)))
 
-    /**
-     * Runs `body` in one transaction that also writes the undo entry, the domain events
-     * (the webhook outbox) and the day's statistics. A failure anywhere rolls all back.
-     */
     /**
      * The keyed request's slot, when this mutation may hand its commit statement to it: the
      * first mutation run directly in the request's transaction, whose caller needs no undo id.
@@ -244,6 +248,10 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
         return { handover: slot.value, transaction: transaction.value }
       })
 
+    /**
+     * Runs `body` in one transaction that also writes the undo entry, the domain events
+     * (the webhook outbox) and the day's statistics. A failure anywhere rolls all back.
+     */
     const execute = <A, E, R>(options: MutationOptions, body: (tx: Tx) => Effect.Effect<A, E, R>, handsOver: boolean) =>
       Effect.gen(function*() {
         const now = yield* clockNow
@@ -317,7 +325,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
             const fields = Object.keys(after)
             const writes: Row = table.touch && fields.length > 0 ? { ...after, [table.touch]: now.toISOString() } : after
             const sets = Object.entries(writes).map(([column, value]) =>
-              sql`${sql.literal(column)} = ${sqlParam(table.columns[column]!, value)}::${sql.literal(sqlCast[table.columns[column]!])}`
+              sql`${sql.literal(column)} = ${typedParam(table, column, value)}`
             )
             // The compact text rendering: it is spliced into the frozen webhook bodies.
             if (table.wireText === undefined) throw new Error(`${table.name} has no wire rendering`)
@@ -336,7 +344,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
               inserted = sql`inserted AS (INSERT INTO ${sql.literal(also.table.name)} (${sql.literal(columns.join(", "))})
                 VALUES (${
                 sql.csv(columns.map((c) =>
-                  sql`${sqlParam(also.table.columns[c]!, also.values[c]!)}::${sql.literal(sqlCast[also.table.columns[c]!])}`
+                  typedParam(also.table, c, also.values[c]!)
                 ))
               }) RETURNING id)`
               const row: Row = { id: PENDING_ID, ...normalizeRow(also.table, also.values) }
@@ -358,7 +366,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
             }) VALUES (${
               sql.csv([
                 ...columns.map((c) =>
-                  sql`${sqlParam(table.columns[c]!, values[c]!)}::${sql.literal(sqlCast[table.columns[c]!])}`
+                  typedParam(table, c, values[c]!)
                 ),
                 ...Object.values(computed)
               ])
@@ -503,7 +511,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
           out = sql`replace(${out}, ${PENDING_ID_JSON}, (SELECT id FROM inserted)::text)`
         }
         if (deferred?.insertsRow === true && json.includes(PENDING_ROW_MEMBER)) {
-          out = sql`replace(${out}, ${PENDING_ROW_MEMBER}, (SELECT substr(r, 2, length(r) - 2) FROM (SELECT row::text FROM inserted) AS s(r)))`
+          out = sql`replace(${out}, ${PENDING_ROW_MEMBER}, ${membersSql(sql, sql`(SELECT row::text FROM inserted)`)})`
         }
         return out
       }
