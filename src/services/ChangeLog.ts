@@ -55,12 +55,6 @@ export const entriesOf = (changes: ReadonlyArray<RowChange>): ReadonlyArray<Entr
 }
 
 /**
- * The INSERT of the entries, for a data-modifying CTE of the caller's statement (the
- * mutation pipeline's commit statement, or `recordChanges`). Visibility is decided here, from
- * the rows as the transaction leaves them: the owner, and whether the object is (or was) in
- * a shared project.
- */
-/**
  * A task the same statement inserts (the mutation pipeline's `insertAtCommit`): its entry's
  * id is a stand-in that `json` replaces, and `tasks` (id, user_id, project_id) has the row,
  * which a probe of `tasks` cannot see yet.
@@ -70,6 +64,12 @@ export interface PendingTask {
   readonly tasks: Fragment
 }
 
+/**
+ * The INSERT of the entries, for a data-modifying CTE of the caller's statement (the
+ * mutation pipeline's commit statement, or `recordChanges`). Visibility is decided here, from
+ * the rows as the transaction leaves them: the owner, and whether the object is (or was) in
+ * a shared project.
+ */
 export const changesInsert = (sql: SqlClient.SqlClient, at: Date, entries: ReadonlyArray<Entry>, pending?: PendingTask) =>
   // Each object is looked up by key (LATERAL … OFFSET 0 keeps it a per-entry index probe):
   // plain joins let a prepared statement's generic plan, made while the tables were small,

@@ -36,10 +36,13 @@ export class EnrichmentQueue extends Effect.Service<EnrichmentQueue>()("steady/E
     /** When this instance last queued a request: the worker holds back while creates stream in. */
     const lastQueued = yield* Ref.make(0)
 
-    const queueValues = (task: Row, sourceTitle: string, at: string) =>
-      sql`(task_id, user_id, state, attempts, next_attempt_at, source_title, baseline, created_at, updated_at)
-        VALUES (${Number(task.id)}, ${Number(task.user_id)}, 'pending', 0, ${at}::timestamptz, ${sourceTitle},
-                ${JSON.stringify(baselineOf(task))}::jsonb, ${at}::timestamptz, ${at}::timestamptz)`
+    /** A pending queue row, as the column list and a SELECT (`from` gives what the values read). */
+    const queueRow = (task: { readonly id: Fragment; readonly userId: number; readonly baseline: Fragment }, sourceTitle: string, now: Date, from: Fragment = sql``) => {
+      const at = now.toISOString()
+      return sql`(task_id, user_id, state, attempts, next_attempt_at, source_title, baseline, created_at, updated_at)
+        SELECT ${task.id}, ${task.userId}, 'pending', 0, ${at}::timestamptz, ${sourceTitle}, ${task.baseline},
+               ${at}::timestamptz, ${at}::timestamptz ${from}`
+    }
 
     const noteQueued = Effect.flatMap(Clock.currentTimeMillis, (now) => Ref.set(lastQueued, now))
 
@@ -52,19 +55,23 @@ export class EnrichmentQueue extends Effect.Service<EnrichmentQueue>()("steady/E
      * arrives were edited by the user and are kept.
      */
     const createdRow = (task: { readonly idSql: Fragment; readonly rowSql: Fragment; readonly userId: number }, sourceTitle: string, now: Date) => {
-      const at = now.toISOString()
       const baseline = sql.literal(`jsonb_build_object(${ENRICHED_FIELDS.map((f) => `'${f}', r->'${f}'`).join(", ")})`)
-      return sql`INSERT INTO ai_enrichment_queue (task_id, user_id, state, attempts, next_attempt_at, source_title, baseline, created_at, updated_at)
-        SELECT ${task.idSql}, ${task.userId}, 'pending', 0, ${at}::timestamptz, ${sourceTitle},
-               ${baseline}, ${at}::timestamptz, ${at}::timestamptz
-        FROM (SELECT ${task.rowSql}) AS s(r)`
+      return sql`INSERT INTO ai_enrichment_queue ${
+        queueRow({ id: task.idSql, userId: task.userId, baseline }, sourceTitle, now, sql`FROM (SELECT ${task.rowSql}) AS s(r)`)
+      }`
     }
 
     /** Re-queues enrichment of an existing `task` from `sourceTitle`, inside the caller's transaction. */
     const requeue = (task: Row, sourceTitle: string, now: Date) =>
       sql`
         WITH queued AS (
-          INSERT INTO ai_enrichment_queue ${queueValues(task, sourceTitle, now.toISOString())}
+          INSERT INTO ai_enrichment_queue ${
+  queueRow(
+    { id: sql`${Number(task.id)}::integer`, userId: Number(task.user_id), baseline: sql`${JSON.stringify(baselineOf(task))}::jsonb` },
+    sourceTitle,
+    now
+  )
+}
           ON CONFLICT (task_id) DO UPDATE SET state = 'pending', attempts = 0, next_attempt_at = EXCLUDED.next_attempt_at,
             lease_until = NULL, source_title = EXCLUDED.source_title, baseline = EXCLUDED.baseline, last_error = NULL,
             updated_at = EXCLUDED.updated_at
