@@ -4,8 +4,9 @@ import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
 import { PgClient } from "@effect/sql-pg"
 import { Deferred, Effect, Layer, Scope, Stream } from "effect"
-import { CommitWithNext, HeldStatements } from "./TransactionPipeline.js"
 import { type PgliteWorker, startPgliteWorker, type WorkerResult } from "./PgliteWorker.js"
+import { afterFailure, namedQuery, StatementCache } from "./PreparedStatements.js"
+import { CommitWithNext, HeldStatements } from "./TransactionPipeline.js"
 
 /**
  * An `SqlClient` over the embedded PostgreSQL (PGlite), which runs on a worker thread of its
@@ -14,6 +15,10 @@ import { type PgliteWorker, startPgliteWorker, type WorkerResult } from "./Pglit
  *
  * PGlite has a single connection. A transaction takes the only permit until its COMMIT is
  * sent, so no other statement can interleave with it; plain statements wait for it.
+ *
+ * That connection keeps its parameterized statements prepared, with the same bounds and
+ * renewal as a server connection (`PreparedStatements`): this side names them, the thread
+ * prepares a name on its first run.
  */
 const NOTHING: WorkerResult = { rows: [], fields: [], affectedRows: undefined }
 
@@ -48,6 +53,18 @@ export const makePgliteClient = (dataDir: string | undefined) =>
       })
 
     const exec = (text: string) => run(db, { op: "exec", text })
+
+    const statements = new StatementCache()
+    /** Statements the cache let go of, dropped by the thread before the next named one runs. */
+    let dropped: Array<string> = []
+    const drop = (name: string) => {
+      dropped.push(name)
+    }
+    const takeDropped = () => {
+      const names = dropped
+      dropped = []
+      return names
+    }
 
     const permit = yield* Effect.makeSemaphore(1)
 
@@ -84,15 +101,18 @@ export const makePgliteClient = (dataDir: string | undefined) =>
         send((before) => {
           const commit = commitNext
           commitNext = false
+          const named = namedQuery(statements, text, params, drop)
           return run(
             db,
-            { op: "query", text, params, rowMode, before, commit },
+            { op: "query", text, params, rowMode, before, commit, name: named?.name, close: named && takeDropped() },
             commit
               ? () => {
                 ended = true
                 letGo()
               }
               : undefined
+          ).pipe(
+            Effect.tapError((error) => Effect.sync(() => named && afterFailure(statements, named, error.cause, undefined, drop)))
           )
         })
 

@@ -7,8 +7,8 @@ import { Worker } from "node:worker_threads"
  * HTTP and JSON on the other. The worker owns the only PGlite instance; the main thread sends
  * it statements (text and parameters) and gets rows back, one answer per request.
  *
- * PGlite queues its calls in the order they are made, and a worker receives messages in the
- * order they were posted, so statements run in the order the main thread sends them: a
+ * A worker receives messages in the order they were posted and runs each request after the
+ * one before it, so statements run in the order the main thread sends them: a
  * transaction's BEGIN, statements and COMMIT or ROLLBACK keep their order on the one
  * connection. A caller that stops waiting (an interrupted fiber) does not stop the statement,
  * exactly as with an in-thread PGlite: its answer is dropped.
@@ -31,6 +31,13 @@ type Request =
     readonly before?: ReadonlyArray<string> | undefined
     /** COMMIT runs right after the statement, in the same message. */
     readonly commit?: boolean | undefined
+    /**
+     * The statement's prepared name (`PreparedStatements`): prepared by its first run, then
+     * only bound and executed. Without one the statement is parsed and planned afresh.
+     */
+    readonly name?: string | undefined
+    /** Prepared statements to drop first (evicted or renewed by the main thread's cache). */
+    readonly close?: ReadonlyArray<string> | undefined
   }
   | { readonly op: "exec"; readonly text: string }
   | { readonly op: "close" }
@@ -86,15 +93,104 @@ const pipelined = (db, message) => {
   });
 };
 
+// Named statements go by the wire protocol itself (PGlite's query() always parses and plans
+// an unnamed one): the first run parses and describes the statement, later runs send only
+// Bind, Execute and Sync. Planning was most of the cost of a write's commit statement here
+// (measured on a create: 3.8 ms a statement unnamed, 1.1 ms prepared).
+let wire;
+const described = new Map();
+const join = (parts) => {
+  const out = new Uint8Array(parts.reduce((n, part) => n + part.length, 0));
+  let at = 0;
+  for (const part of parts) {
+    out.set(part, at);
+    at += part.length;
+  }
+  return out;
+};
+
+// Every message of one request goes to PGlite in one call; PostgreSQL runs them all in order
+// even after an error (it skips to the next Sync), and the call then throws the first error.
+const send = (db, parts) => db.execProtocolStream(join(parts), { syncToFs: false });
+
+// The rows are parsed as PGlite's query() parses them, from the statement's own messages
+// only (BEGIN and COMMIT sent in the same call answer too).
+const named = (db, message) => db.runExclusive(async () => {
+  const S = wire.serialize;
+  const parts = [];
+  for (const name of message.close ?? []) {
+    parts.push(S.close({ type: "S", name }));
+    described.delete(name);
+  }
+  if (parts.length > 0) parts.push(S.sync());
+  if (message.before !== undefined && message.before.length > 0) parts.push(S.query(message.before.join("; ")));
+  let statement = described.get(message.name);
+  if (statement === undefined) {
+    parts.push(S.parse({ name: message.name, text: message.text, types: [] }), S.describe({ type: "S", name: message.name }), S.sync());
+    let messages;
+    try {
+      messages = await send(db, parts);
+    } catch (error) {
+      if (message.commit) await send(db, [S.query("COMMIT")]).catch(() => undefined);
+      throw error;
+    }
+    const types = messages.find((m) => m.name === "parameterDescription")?.dataTypeIDs ?? [];
+    const fields = (messages.find((m) => m.name === "rowDescription")?.fields ?? []).map((f) => ({ name: f.name, dataTypeID: f.dataTypeID }));
+    statement = { types, fields };
+    described.set(message.name, statement);
+    parts.length = 0;
+  }
+  const values = message.params.map((value, i) => {
+    if (value === null || value === undefined) return null;
+    const serialize = db.serializers[statement.types[i]];
+    return serialize ? serialize(value) : value.toString();
+  });
+  parts.push(S.bind({ statement: message.name, values }), S.execute({}), S.sync());
+  if (message.commit) parts.push(S.query("COMMIT"));
+  const messages = await send(db, parts);
+  const { fields } = statement;
+  const parse = (value, i) => {
+    if (value === null) return null;
+    const parser = db.parsers[fields[i].dataTypeID];
+    return parser ? parser(value, fields[i].dataTypeID) : value;
+  };
+  const rows = [];
+  let affectedRows = 0;
+  for (let i = messages.findIndex((m) => m.name === "bindComplete") + 1; i < messages.length; i++) {
+    const m = messages[i];
+    if (m.name === "readyForQuery") break;
+    if (m.name === "dataRow") {
+      rows.push(message.rowMode === "array" ? m.fields.map(parse) : Object.fromEntries(m.fields.map((value, j) => [fields[j].name, parse(value, j)])));
+    } else if (m.name === "commandComplete") {
+      const words = m.text.split(" ");
+      if (["INSERT", "UPDATE", "DELETE", "COPY", "MERGE"].includes(words[0])) affectedRows += parseInt(words[words.length - 1], 10);
+    }
+  }
+  return { rows, fields, affectedRows };
+});
+
+// Requests run one after another in the order they arrived. PGlite's own methods do not
+// queue in call order among themselves (query() and exec() wait a tick before taking their
+// lock, runExclusive() does not), so the order is kept here.
+let last = Promise.resolve();
+const inOrder = (run) => {
+  const result = last.then(run);
+  last = result.catch(() => undefined);
+  return result;
+};
+
 const serve = (db) => (message) => {
   const { id } = message;
-  // Called on arrival, so PGlite's queue holds the statements in the order they were sent.
-  const pending = message.op === "close"
-    ? db.close().then(() => answer(undefined))
-    // Multi-statement scripts answer with the last statement's rows.
-    : message.op === "exec"
-    ? db.exec(message.text).then((results) => answer(results.at(-1)))
-    : pipelined(db, message);
+  const pending = inOrder(() =>
+    message.op === "close"
+      ? db.close().then(() => answer(undefined))
+      // Multi-statement scripts answer with the last statement's rows.
+      : message.op === "exec"
+      ? db.exec(message.text).then((results) => answer(results.at(-1)))
+      : message.name !== undefined
+      ? named(db, message)
+      : pipelined(db, message)
+  );
   pending.then(
     (result) => parentPort.postMessage({ id, ok: true, result }),
     (error) => parentPort.postMessage({ id, ok: false, error: plain(error) })
@@ -102,7 +198,8 @@ const serve = (db) => (message) => {
 };
 
 import(workerData.pgliteUrl)
-  .then(async ({ PGlite }) => {
+  .then(async ({ PGlite, protocol }) => {
+    wire = protocol;
     const db = new PGlite(workerData.dataDir);
     await db.waitReady;
     await db.exec("SET TIME ZONE 'UTC'");
