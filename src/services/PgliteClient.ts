@@ -5,7 +5,7 @@ import { SqlError } from "@effect/sql/SqlError"
 import { PgClient } from "@effect/sql-pg"
 import { Deferred, Effect, Layer, Scope, Stream } from "effect"
 import { type PgliteWorker, startPgliteWorker, type WorkerResult } from "./PgliteWorker.js"
-import { afterFailure, namedQuery, StatementCache } from "./PreparedStatements.js"
+import { afterFailure, DEFAULT_CAPACITY, namedQuery, StatementCache } from "./PreparedStatements.js"
 import { CommitWithNext, HeldStatements } from "./TransactionPipeline.js"
 
 /**
@@ -22,7 +22,7 @@ import { CommitWithNext, HeldStatements } from "./TransactionPipeline.js"
  */
 const NOTHING: WorkerResult = { rows: [], fields: [], affectedRows: undefined }
 
-export const makePgliteClient = (dataDir: string | undefined) =>
+export const makePgliteClient = (dataDir: string | undefined, preparedStatements: number = DEFAULT_CAPACITY) =>
   Effect.gen(function*() {
     const db = yield* Effect.acquireRelease(
       Effect.tryPromise({
@@ -54,7 +54,7 @@ export const makePgliteClient = (dataDir: string | undefined) =>
 
     const exec = (text: string) => run(db, { op: "exec", text })
 
-    const statements = new StatementCache()
+    const statements = new StatementCache(preparedStatements)
     /** Statements the cache let go of, dropped by the thread before the next named one runs. */
     let dropped: Array<string> = []
     const drop = (name: string) => {
@@ -207,5 +207,5 @@ export const makePgliteClient = (dataDir: string | undefined) =>
     })
   })
 
-export const layerPglite = (dataDir: string | undefined): Layer.Layer<SqlClient.SqlClient, SqlError> =>
-  Layer.scoped(SqlClient.SqlClient, makePgliteClient(dataDir)).pipe(Layer.provide(Reactivity.layer))
+export const layerPglite = (dataDir: string | undefined, preparedStatements?: number): Layer.Layer<SqlClient.SqlClient, SqlError> =>
+  Layer.scoped(SqlClient.SqlClient, makePgliteClient(dataDir, preparedStatements)).pipe(Layer.provide(Reactivity.layer))
