@@ -44,6 +44,9 @@ export class EnrichmentQueue extends Effect.Service<EnrichmentQueue>()("steady/E
                ${at}::timestamptz, ${at}::timestamptz ${from}`
     }
 
+    /** The baseline read from the inserted row `r` (jsonb), the same text for every create. */
+    const createdBaseline = sql.literal(`jsonb_build_object(${ENRICHED_FIELDS.map((f) => `'${f}', r->'${f}'`).join(", ")})`)
+
     const noteQueued = Effect.flatMap(Clock.currentTimeMillis, (now) => Ref.set(lastQueued, now))
 
     /**
@@ -55,9 +58,8 @@ export class EnrichmentQueue extends Effect.Service<EnrichmentQueue>()("steady/E
      * arrives were edited by the user and are kept.
      */
     const createdRow = (task: { readonly idSql: Fragment; readonly rowSql: Fragment; readonly userId: number }, sourceTitle: string, now: Date) => {
-      const baseline = sql.literal(`jsonb_build_object(${ENRICHED_FIELDS.map((f) => `'${f}', r->'${f}'`).join(", ")})`)
       return sql`INSERT INTO ai_enrichment_queue ${
-        queueRow({ id: task.idSql, userId: task.userId, baseline }, sourceTitle, now, sql`FROM (SELECT ${task.rowSql}) AS s(r)`)
+        queueRow({ id: task.idSql, userId: task.userId, baseline: createdBaseline }, sourceTitle, now, sql`FROM (SELECT ${task.rowSql}) AS s(r)`)
       }`
     }
 

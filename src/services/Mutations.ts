@@ -167,15 +167,15 @@ const resolvePending = <A>(result: A, wire: Wire | undefined): A => {
   return { ...wire, ...rest } as A
 }
 
-/**
- * A JSON text (an answer's body) rendered from a result that still held the stand-in of a
- * handed-over commit statement, with the members of `wire` (the JSON text the statement
- * rendered) in its place; `wireSql` does the same in SQL, for the record of the answer
- * written by that statement.
- */
 /** The members of a JSON object's text (what goes in place of a stand-in member), in SQL. */
 const membersSql = (sql: SqlClient.SqlClient, json: Fragment) => sql`(SELECT substr(j, 2, length(j) - 2) FROM ${json} AS s(j))`
 
+/**
+ * A JSON text (an answer's body) rendered from a result that still held the stand-in of a
+ * handed-over commit statement, with the members of `wire` (the JSON text the statement
+ * rendered) in its place; `spliceWireSql` does the same in SQL, for the record of the answer
+ * written by that statement.
+ */
 export const spliceWire = (text: string, wire: string | null): string =>
   wire === null || !text.includes(PENDING_WIRE_MEMBER) ? text : text.split(PENDING_WIRE_MEMBER).join(wire.slice(1, -1))
 

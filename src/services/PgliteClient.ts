@@ -56,14 +56,9 @@ export const makePgliteClient = (dataDir: string | undefined, preparedStatements
 
     const statements = new StatementCache(preparedStatements)
     /** Statements the cache let go of, dropped by the thread before the next named one runs. */
-    let dropped: Array<string> = []
+    const dropped: Array<string> = []
     const drop = (name: string) => {
       dropped.push(name)
-    }
-    const takeDropped = () => {
-      const names = dropped
-      dropped = []
-      return names
     }
 
     const permit = yield* Effect.makeSemaphore(1)
@@ -104,7 +99,7 @@ export const makePgliteClient = (dataDir: string | undefined, preparedStatements
           const named = namedQuery(statements, text, params, drop)
           return run(
             db,
-            { op: "query", text, params, rowMode, before, commit, name: named?.name, close: named && takeDropped() },
+            { op: "query", text, params, rowMode, before, commit, name: named?.name, close: named && dropped.splice(0) },
             commit
               ? () => {
                 ended = true
