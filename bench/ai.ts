@@ -4,7 +4,7 @@ import { probe, type Scenario } from "./load.js"
 import { onCleanup, sleep } from "./processes.js"
 import { type Database, formatTable, type Section } from "./report.js"
 import { seed } from "./seed.js"
-import { config, describeRun, log, measureRun, prepare, type Run, startOurs } from "./setup.js"
+import { config, describeRun, log, measureRun, prepare, type Run, startOurs, warmUpService } from "./setup.js"
 
 /**
  * AI on vs off (issue 11): POST /api/tasks with a title only, the create that triggers
@@ -73,6 +73,7 @@ export const aiScenario = async (database: Database): Promise<Section> => {
       const ours = await startOurs(env)
       try {
         await probe(titleOnly, ours.baseUrl, seeded.token)
+        await warmUpService([titleOnly], ours, seeded.token)
         const before = provider.calls()
         const run = await measureRun(titleOnly, ours, seeded.token, prepared.databaseName)
         const calls = provider.calls() - before

@@ -5,7 +5,7 @@ import { probe, type Scenario } from "./load.js"
 import { sleep } from "./processes.js"
 import { type Database, formatTable, type Section } from "./report.js"
 import { seed } from "./seed.js"
-import { config, describeRun, log, measureRun, prepare, type Run, startOurs } from "./setup.js"
+import { config, describeRun, log, measureRun, prepare, type Run, startOurs, warmUpService } from "./setup.js"
 
 /**
  * Idempotency-Key cost (issue 14): POST /api/tasks without a key and with a fresh key on
@@ -63,6 +63,7 @@ export const idempotencyScenario = async (database: Database): Promise<Section> 
   const ours = await startOurs(prepared.env)
   try {
     for (const variant of VARIANTS) await probe(create(variant), ours.baseUrl, seeded.token)
+    await warmUpService(VARIANTS.map(create), ours, seeded.token)
     for (let round = 1; round <= config.rounds; round++) {
       const order = VARIANTS.map((_, i) => VARIANTS[(i + round - 1) % VARIANTS.length]!)
       for (const variant of order) {

@@ -35,6 +35,8 @@ export type ScenarioGroup = (typeof ALL_SCENARIOS)[number]
 export const config = {
   duration: numberEnv("BENCH_DURATION", 10, 1, 120),
   warmup: numberEnv("BENCH_WARMUP", 2, 0, 60),
+  /** Seconds a freshly started service is driven before its first measured run (compared scenarios). */
+  serviceWarmup: numberEnv("BENCH_SERVICE_WARMUP", 8, 0, 120),
   connections: numberEnv("BENCH_CONNECTIONS", 32, 1, 1000),
   rounds: numberEnv("BENCH_ROUNDS", 2, 1, 10),
   tasks: numberEnv("BENCH_TASKS", 10_000, 10, 200_000),
@@ -212,6 +214,19 @@ export interface Run {
   readonly cpuPerRequest: number | undefined
   /** CPU time of the database's backends per completed request, in ms (PostgreSQL only). */
   readonly dbCpuPerRequest: number | undefined
+}
+
+/**
+ * Drives a freshly started service with `scenarios` (the time split between them) before
+ * anything is measured: V8 is still compiling the request path for its first ~10 s, and a
+ * comparison whose first run meets a colder process than the second measures the JIT.
+ */
+export const warmUpService = async (scenarios: ReadonlyArray<Scenario>, server: Server, token: string) => {
+  if (config.serviceWarmup <= 0 || scenarios.length === 0) return
+  const seconds = Math.max(1, Math.round(config.serviceWarmup / scenarios.length))
+  for (const scenario of scenarios) {
+    await drive(scenario, { baseUrl: server.baseUrl, token, connections: config.connections, durationSeconds: seconds })
+  }
 }
 
 /** A warm-up, then one measured autocannon run, with the server's and the database's CPU time. */

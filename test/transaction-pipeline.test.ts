@@ -157,6 +157,47 @@ describe.skipIf(databaseKind() !== "postgres")("BEGIN and COMMIT pipelined with 
     })
   })
 
+  /** The texts a client parses on the wire from now on (what reaches the server). */
+  const parsedTexts = (client: Pg.PoolClient) => {
+    const connection = (client as unknown as { connection: { parse: (config: { text: string }) => void } }).connection
+    const texts: Array<string> = []
+    const parse = connection.parse
+    connection.parse = function(this: unknown, config: { text: string }) {
+      texts.push(config.text)
+      return parse.call(this, config)
+    }
+    return { texts, restore: () => void (connection.parse = parse) }
+  }
+
+  it("a held SAVEPOINT is left out of a statement that carries COMMIT: nothing could roll back to it", async () => {
+    await withClient(async (client) => {
+      const parsed = parsedTexts(client)
+      try {
+        await run(client, "BEGIN")
+        await run(client, "SAVEPOINT effect_sql_1")
+        expect(commitWithNextStatement(asConnection(client))).toBe(true)
+        expect(await run(client, "INSERT INTO items VALUES ($1, $2) RETURNING id", [40, "no savepoint"])).toEqual([{ id: 40 }])
+        expect(await run(client, "COMMIT")).toEqual([])
+        expect((await stored()).map((r) => r.id)).toContain(40)
+        expect(parsed.texts.filter((t) => !t.startsWith("INSERT"))).toEqual(["BEGIN", "COMMIT"])
+
+        // Failing, it leaves the transaction for the caller's ROLLBACK, as with the savepoint.
+        parsed.texts.length = 0
+        await run(client, "BEGIN")
+        await run(client, "SAVEPOINT effect_sql_1")
+        commitWithNextStatement(asConnection(client))
+        await expect(run(client, "INSERT INTO items VALUES ($1, $2)", [40, "duplicate"])).rejects.toMatchObject({ code: "23505" })
+        expect(await run(client, "ROLLBACK")).toEqual([])
+        // (The ROLLBACK goes out by the simple protocol, which parses nothing.)
+        expect(parsed.texts.filter((t) => !t.startsWith("INSERT"))).toEqual(["BEGIN", "COMMIT"])
+        expect((await stored()).filter((r) => r.id === 40)).toEqual([{ id: 40, note: "no savepoint" }])
+        expect(await run(client, "SELECT count(*)::int AS n FROM items WHERE id = $1", [40])).toEqual([{ n: 1 }])
+      } finally {
+        parsed.restore()
+      }
+    })
+  })
+
   it("the embedded database's connection cannot pipeline: the caller's COMMIT goes out as before", () => {
     expect(commitWithNextStatement({})).toBe(false)
     expect(commitWithNextStatement(undefined)).toBe(false)

@@ -65,3 +65,24 @@ const literalPaths: ReadonlyMap<string, ReadonlyArray<string>> = (() => {
   }
   return new Map([...byPath].map(([path, matching]) => [path, methodsOf(matching)]))
 })()
+
+/** Parameter routes by method, for `serves`. */
+const parameterRoutes: ReadonlyMap<string, ReadonlyArray<Route>> = (() => {
+  const byMethod = new Map<string, Array<Route>>()
+  for (const route of routes) {
+    if (!route.literal) byMethod.set(route.method, [...(byMethod.get(route.method) ?? []), route])
+  }
+  return byMethod
+})()
+
+/**
+ * Whether `allowedMethods(url)` includes `method`, without matching every route: a keyed
+ * write asks this on every request.
+ */
+export const serves = (method: string, url: string): boolean => {
+  const path = url.split("?")[0] ?? ""
+  const upper = method.toUpperCase()
+  const literal = literalPaths.get(path.replace(/(.)\/$/, "$1"))
+  if (literal !== undefined) return literal.includes(upper)
+  return parameterRoutes.get(upper === "HEAD" ? "GET" : upper)?.some((route) => route.pattern.test(path)) ?? false
+}

@@ -2,7 +2,7 @@ import { Headers, type HttpApp, HttpServerRequest, HttpServerResponse } from "@e
 import { Effect, Option } from "effect"
 import * as Crypto from "node:crypto"
 import { Conflict, envelopeOf, ValidationError } from "../domain/Errors.js"
-import { allowedMethods } from "./Allowed.js"
+import { serves } from "./Allowed.js"
 import {
   IDEMPOTENCY_KEY_HEADER,
   IDEMPOTENCY_KEY_REUSED,
@@ -97,7 +97,7 @@ export const makeIdempotentWrites = Effect.gen(function*() {
       // A method no route serves is the router's 404/405 to give, whatever the key says.
       if (
         raw === undefined || !takesIdempotencyKey(request.method, pathOf(request.url)) ||
-        !allowedMethods(request.url).includes(request.method.toUpperCase())
+        !serves(request.method, request.url)
       ) return app
       const key = parseIdempotencyKey(raw)
       if (key === undefined) {

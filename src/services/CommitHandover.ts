@@ -2,6 +2,8 @@ import type { Connection } from "@effect/sql/SqlConnection"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { Fragment } from "@effect/sql/Statement"
 import { Effect, FiberRef, Option, Stream } from "effect"
+import { commitWithNextStatement } from "./PgGuard.js"
+import { CommitWithNext } from "./TransactionPipeline.js"
 
 /**
  * A mutation's commit statement handed to the keyed request around it (Idempotency-Key,
@@ -44,18 +46,30 @@ const flush = (handover: Handover): Effect.Effect<void, SqlError> =>
 /**
  * The keyed request's connection as its handler sees it: any statement sent after a
  * mutation handed its commit statement over sends that first, so what the handler reads
- * next sees the mutation's writes.
+ * next sees the mutation's writes. A class, not a copy of the connection with closures: one
+ * is made per keyed request, on the write path.
  */
-export const flushing = (connection: Connection, handover: Handover): Connection => {
-  const after = <A>(statement: () => Effect.Effect<A, SqlError>) =>
-    Effect.zipRight(flush(handover), Effect.suspend(statement))
-  const wrapped: Connection = Object.create(connection)
-  return Object.assign(wrapped, {
-    execute: (text, params, transformRows) => after(() => connection.execute(text, params, transformRows)),
-    executeRaw: (text, params) => after(() => connection.executeRaw(text, params)),
-    executeValues: (text, params) => after(() => connection.executeValues(text, params)),
-    executeUnprepared: (text, params, transformRows) => after(() => connection.executeUnprepared(text, params, transformRows)),
-    executeStream: (text, params, transformRows) =>
-      Stream.unwrap(Effect.as(flush(handover), connection.executeStream(text, params, transformRows)))
-  } satisfies Partial<Connection>)
+class FlushingConnection implements Connection {
+  constructor(readonly connection: Connection, readonly handover: Handover) {}
+
+  private after<A>(statement: () => Effect.Effect<A, SqlError>) {
+    return Effect.zipRight(flush(this.handover), Effect.suspend(statement))
+  }
+
+  /** COMMIT with the next statement, as the connection underneath does it. */
+  [CommitWithNext]() {
+    return commitWithNextStatement(this.connection)
+  }
+
+  readonly execute: Connection["execute"] = (text, params, transformRows) =>
+    this.after(() => this.connection.execute(text, params, transformRows))
+  readonly executeRaw: Connection["executeRaw"] = (text, params) => this.after(() => this.connection.executeRaw(text, params))
+  readonly executeValues: Connection["executeValues"] = (text, params) =>
+    this.after(() => this.connection.executeValues(text, params))
+  readonly executeUnprepared: Connection["executeUnprepared"] = (text, params, transformRows) =>
+    this.after(() => this.connection.executeUnprepared(text, params, transformRows))
+  readonly executeStream: Connection["executeStream"] = (text, params, transformRows) =>
+    Stream.unwrap(Effect.as(flush(this.handover), this.connection.executeStream(text, params, transformRows)))
 }
+
+export const flushing = (connection: Connection, handover: Handover): Connection => new FlushingConnection(connection, handover)

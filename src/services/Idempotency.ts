@@ -196,7 +196,7 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
           )).pipe(
             Effect.ensuring(Effect.sync(() => running.delete(slot))),
             Effect.uninterruptible,
-            Effect.withSpan("Idempotency.run")
+            Effect.withSpan("Idempotency.run", { captureStackTrace: false })
           ) as Effect.Effect<Outcome<A>, E, R>
       })
 

@@ -87,29 +87,39 @@ export const makePgliteClient = (dataDir: string | undefined, preparedStatements
       let ended = false
 
       /** Sends what `request` makes of the held statements, once this connection holds the permit. */
-      const send = (request: (before: ReadonlyArray<string>) => Effect.Effect<WorkerResult, SqlError>) =>
+      const send = (request: (before: ReadonlyArray<string>) => Effect.Effect<WorkerResult, SqlError>, commits = false) =>
         ended
           ? Effect.fail(new SqlError({ message: "The embedded database's transaction has already ended" }))
-          : Effect.zipRight(claim, Effect.suspend(() => request(held.take())))
+          : Effect.zipRight(claim, Effect.suspend(() => request(commits ? held.takeForCommit() : held.take())))
 
       const query = (text: string, params: ReadonlyArray<unknown>, rowMode?: "array") =>
-        send((before) => {
+        Effect.suspend(() => {
           const commit = commitNext
           commitNext = false
-          const named = namedQuery(statements, text, params, drop)
-          return run(
-            db,
-            { op: "query", text, params, rowMode, before, commit, name: named?.name, close: named && dropped.splice(0) },
-            commit
-              ? () => {
-                ended = true
-                letGo()
-              }
-              : undefined
-          ).pipe(
-            Effect.tapError((error) => Effect.sync(() => named && afterFailure(statements, named, error.cause, undefined, drop)))
-          )
+          return send((before) => runQuery(text, params, rowMode, before, commit), commit)
         })
+
+      const runQuery = (
+        text: string,
+        params: ReadonlyArray<unknown>,
+        rowMode: "array" | undefined,
+        before: ReadonlyArray<string>,
+        commit: boolean
+      ) => {
+        const named = namedQuery(statements, text, params, drop)
+        return run(
+          db,
+          { op: "query", text, params, rowMode, before, commit, name: named?.name, close: named && dropped.splice(0) },
+          commit
+            ? () => {
+              ended = true
+              letGo()
+            }
+            : undefined
+        ).pipe(
+          Effect.tapError((error) => Effect.sync(() => named && afterFailure(statements, named, error.cause, undefined, drop)))
+        )
+      }
 
       /** Statements without parameters, by the simple-query path (several in one text). */
       const unprepared = (text: string): Effect.Effect<WorkerResult, SqlError> => {
