@@ -215,6 +215,25 @@ describe("localParts / localDate / localTimeOfDay", () => {
     expect(localDate(new Date(t), zone)).toBe(wall.toISOString().slice(0, 10))
     expect(localTimeOfDay(new Date(t), zone)).toBe(wall.toISOString().slice(11, 16))
   }, { fastCheck: { numRuns: 500 } })
+
+  // localParts keeps its last answer per zone for the second it names: a sequence of
+  // instants that revisits seconds, hops between zones and crosses transitions must still
+  // get each instant's own wall clock, never a neighbour's.
+  it.prop(
+    "agree with the oracle over a sequence that revisits seconds and zones",
+    [fc.array(fc.tuple(instantArb, zoneArb, fc.integer({ min: -1500, max: 1500 })), { minLength: 2, maxLength: 30 })],
+    ([steps]) => {
+      for (const [t, zone, nudge] of steps) {
+        for (const at of [t, t + nudge, t, t - 1, t + 1000]) {
+          const wall = new Date(oracleWall(at, zone))
+          expect(localDate(new Date(at), zone)).toBe(wall.toISOString().slice(0, 10))
+          expect(localParts(new Date(at), zone).second).toBe(wall.getUTCSeconds())
+          expect(localTimeOfDay(new Date(at), zone)).toBe(wall.toISOString().slice(11, 16))
+        }
+      }
+    },
+    { fastCheck: { numRuns: 200 } }
+  )
 })
 
 describe("zoneOffsetMs", () => {
