@@ -25,12 +25,16 @@
  *                p50/p99, lost or repeated events, RSS per stream, CPU per write with and
  *                without the streams (bench/sse.ts; BENCH_SSE_STREAMS, BENCH_SSE_RATE,
  *                BENCH_SSE_SECONDS).
+ *   scale        hot reads and writes one request at a time at 1,000, 10,000 and 100,000 tasks of one
+ *                user beside 1,000,000 tasks of others (100,000 embedded), as written and after
+ *                ANALYZE: p50/p99 and CPU per request (bench/scale.ts; BENCH_SCALE_SIZES,
+ *                BENCH_SCALE_OTHERS, BENCH_SCALE_REQUESTS).
  *
  * Everything stays on 127.0.0.1; child servers, receivers, the created databases and the
  * temporary data directories are removed however the run ends.
  *
  * Environment (all optional):
- *   BENCH_SCENARIOS    "endpoints,webhooks,export,quota-sweep,ai,idempotency,rollover", or some of them (all)
+ *   BENCH_SCENARIOS    "endpoints,webhooks,export,quota-sweep,ai,idempotency,rollover,sse,scale", or some of them (all)
  *   BENCH_DATABASES    "postgres,embedded", or one of them
  *   BENCH_DURATION     seconds per measured autocannon run   (10)
  *   BENCH_WARMUP       seconds of warm-up before each run      (2)
@@ -55,6 +59,7 @@ import { makeScenarios, probe, type Scenario } from "./load.js"
 import { cleanupAll, runCommand, type Server } from "./processes.js"
 import { quotaSweep } from "./quota-sweep.js"
 import { rolloverScenario } from "./rollover.js"
+import { scaleScenario } from "./scale.js"
 import { type Database, type Measurement, printReport, printSections, type Section, type ServerKind } from "./report.js"
 import { seed } from "./seed.js"
 import { sseScenario } from "./sse.js"
@@ -182,9 +187,12 @@ const groupSeconds = (group: ScenarioGroup, database: string) => {
       return 900
     case "sse":
       return 900
+    case "scale":
+      // Seeding (a million rows on a server) and 3 sizes × 2 phases × 8 endpoints of at most 6 s.
+      return (database === "postgres" ? 600 : 400) + 3 * 2 * (8 * 7 + 100)
   }
 }
-const GROUPS: ReadonlyArray<ScenarioGroup> = ["endpoints", "webhooks", "export", "quota-sweep", "ai", "idempotency", "rollover", "sse"]
+const GROUPS: ReadonlyArray<ScenarioGroup> = ["endpoints", "webhooks", "export", "quota-sweep", "ai", "idempotency", "rollover", "sse", "scale"]
 const groups = GROUPS.filter(selected)
 const budgetMs = (config.databases.reduce((s, d) => s + groups.reduce((t, g) => t + groupSeconds(g, d), 0), 0) + 300) * 1000
 
@@ -213,6 +221,9 @@ const runGroup = async (group: ScenarioGroup, database: Database) => {
         return
       case "sse":
         sections.push(await sseScenario(database))
+        return
+      case "scale":
+        sections.push(await scaleScenario(database))
         return
     }
   } finally {

@@ -88,6 +88,17 @@ FROM (
   FROM generate_series(1, $4::int) AS i
 ) g`
 
+/**
+ * Adds `count` tasks to a user's projects (generated as the seed's are), in batches of 50,000
+ * so that no statement holds the embedded database for long.
+ */
+export const growTasks = async (exec: Exec, userId: number, count: number, prefix: string, now = new Date()) => {
+  const projects = await exec(`SELECT id FROM projects WHERE owner_id = $1 ORDER BY id`, [userId])
+  for (let done = 0; done < count; done += 50_000) {
+    await exec(TASKS_SQL, [userId, projects.map((p) => Number(p.id)), now.toISOString(), Math.min(50_000, count - done), prefix])
+  }
+}
+
 export const seed = async (exec: Exec, options: SeedOptions, now = new Date()): Promise<Seeded> => {
   const at = now.toISOString()
   let main: { id: number; token: string; projects: Array<number> } | undefined

@@ -29,7 +29,7 @@ const numberEnv = (name: string, fallback: number, min: number, max: number) => 
 const listEnv = (name: string, fallback: string) =>
   (process.env[name] ?? fallback).split(",").map((s) => s.trim()).filter((s) => s !== "")
 
-export const ALL_SCENARIOS = ["endpoints", "webhooks", "export", "quota-sweep", "ai", "idempotency", "rollover", "sse"] as const
+export const ALL_SCENARIOS = ["endpoints", "webhooks", "export", "quota-sweep", "ai", "idempotency", "rollover", "sse", "scale"] as const
 export type ScenarioGroup = (typeof ALL_SCENARIOS)[number]
 
 export const config = {
@@ -135,7 +135,7 @@ export interface Prepared<T> extends FreshDatabase {
   readonly seeded: T
 }
 
-const migrate = (env: Record<string, string>) =>
+export const migrate = (env: Record<string, string>) =>
   runCommand(process.execPath, [Path.join(ROOT, "dist/src/cli.js"), "migrate"], { env: childEnv(env), timeoutMs: 120_000 })
 
 /**
