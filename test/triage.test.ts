@@ -47,6 +47,18 @@ describe("GET /api/process (spec §4.4)", () => {
     for (const task of [...data.inbox, ...data.growth.map((g: any) => g.task), ...data.stale_targets.map((s: any) => s.task)]) {
       expect(Object.keys(task).sort()).toEqual([...TASK_FIELDS].sort())
     }
+    // Every task is spliced in as the database renders it: the same task GET /api/tasks/{id} shows.
+    const listed = [
+      ...data.inbox,
+      ...data.growth.map((g: any) => g.task),
+      ...data.stale_targets.map((s: any) => s.task),
+      ...data.stale_targets_with_deadline.map((s: any) => s.task)
+    ]
+    for (const task of listed.slice(0, 12)) {
+      const one = await api.get(`/api/tasks/${task.id}`)
+      expect(one.status).toBe(200)
+      expect(task).toEqual(one.body.data)
+    }
     return data as {
       inbox_project_id: number
       inbox: Array<Task>

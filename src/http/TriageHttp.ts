@@ -6,7 +6,7 @@ import { Review } from "../services/Review.js"
 import { now } from "../services/ServiceClock.js"
 import { Triage } from "../services/Triage.js"
 import { Api } from "./Api.js"
-import { sendData, whole } from "./Envelope.js"
+import { sendData, sendJsonText, whole } from "./Envelope.js"
 
 export const TriageHttpLive = HttpApiBuilder.group(Api, "triage", (handlers) =>
   Effect.gen(function*() {
@@ -14,7 +14,7 @@ export const TriageHttpLive = HttpApiBuilder.group(Api, "triage", (handlers) =>
     const review = yield* Review
     const exporter = yield* Exporter
     return handlers
-      .handle("process", () => Effect.flatMap(CurrentUser, triage.process).pipe(Effect.map((r) => sendData(r))), whole)
+      .handle("process", () => Effect.flatMap(CurrentUser, triage.process).pipe(Effect.map((body) => sendJsonText(body))), whole)
       .handle("review", () => Effect.flatMap(CurrentUser, review.start).pipe(Effect.map((r) => sendData(r))), whole)
       .handle("executeReview", ({ payload }) =>
         Effect.flatMap(CurrentUser, (user) => review.execute(user, payload.session_id, payload.actions)).pipe(

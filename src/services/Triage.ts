@@ -1,6 +1,5 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
-import type { JsonValue } from "../domain/Json.js"
 import { growthItem, staleTargetAge, type TriageTask } from "../domain/Triage.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { now as clockNow } from "./ServiceClock.js"
@@ -16,21 +15,31 @@ export class Triage extends Effect.Service<Triage>()("steady/Triage", {
     const own = (userId: number) =>
       sql`t.user_id = ${userId} AND ${isOpen(sql)} AND NOT t.is_reminder AND ${isNotQuota(sql)}`
 
+    /**
+     * Wire JSON texts by id. One array parameter, however many ids: growth can hold most of a
+     * large list's tasks, past the 65,535 parameters a statement may have.
+     */
     const wireMany = (ids: ReadonlyArray<number>) =>
       ids.length === 0
-        ? Effect.succeed(new Map<number, JsonValue>())
-        : sql<{ id: number; task: JsonValue }>`SELECT t.id, steady_task_json(t) AS task FROM tasks t WHERE t.id IN ${sql.in([...ids])}`.pipe(
+        ? Effect.succeed(new Map<number, string>())
+        : sql<{ id: number; task: string }>`
+            SELECT t.id, steady_task_wire_text(t) AS task FROM tasks t WHERE t.id = ANY(${`{${ids.join(",")}}`}::int[])`.pipe(
           Effect.map((rows) => new Map(rows.map((r) => [r.id, r.task]))),
           Effect.orDie
         )
 
+    /**
+     * The whole answer as JSON text: the tasks are rendered by the database as text and spliced
+     * in, not parsed into objects and written out again (the Inbox list alone is every task
+     * still in the Inbox).
+     */
     const process = (user: CurrentUserShape) =>
       Effect.gen(function*() {
         const now = yield* clockNow
         const inboxId = yield* queries.inboxOf(user.id)
-        const inbox = yield* Effect.orDie(sql<{ task: JsonValue }>`
-          SELECT steady_task_json(t) AS task FROM tasks t
-          WHERE ${own(user.id)} AND t.project_id = ${inboxId} ORDER BY t.created_at, t.id`)
+        const [inbox] = yield* Effect.orDie(sql<{ tasks: string }>`
+          SELECT steady_tasks_wire(COALESCE(array_agg(t ORDER BY t.created_at, t.id), '{}')) AS tasks FROM tasks t
+          WHERE ${own(user.id)} AND t.project_id = ${inboxId}`)
         const candidates = yield* Effect.orDie(sql<TriageTask>`
           SELECT t.id, t.horizon, steady_iso(t.horizon_set_at) AS horizon_set_at, steady_iso(t.created_at) AS created_at,
                  steady_iso(t.target_at) AS target_at, t.target_auto, steady_iso(t.segment_targeted_at) AS segment_targeted_at,
@@ -45,13 +54,14 @@ export class Triage extends Effect.Service<Triage>()("steady/Triage", {
           return age === undefined ? [] : [{ id: t.id, age_days: age, deadline: t.deadline_at !== null }]
         }).sort((a, b) => b.age_days - a.age_days || a.id - b.id)
         const tasks = yield* wireMany([...growth.map((g) => g.id), ...stale.map((s) => s.id)])
-        return {
-          inbox_project_id: inboxId,
-          inbox: inbox.map((r) => r.task),
-          growth: growth.map(({ id, ...rest }) => ({ task: tasks.get(id)!, ...rest })),
-          stale_targets: stale.filter((s) => !s.deadline).map((s) => ({ task: tasks.get(s.id)!, age_days: s.age_days })),
-          stale_targets_with_deadline: stale.filter((s) => s.deadline).map((s) => ({ task: tasks.get(s.id)!, age_days: s.age_days }))
-        }
+        const task = (id: number) => tasks.get(id)!
+        const staleList = (withDeadline: boolean) =>
+          `[${stale.filter((s) => s.deadline === withDeadline).map((s) => `{"task":${task(s.id)},"age_days":${s.age_days}}`).join(",")}]`
+        const growthList = `[${
+          growth.map(({ id, ...rest }) => `{"task":${task(id)},${JSON.stringify(rest).slice(1)}`).join(",")
+        }]`
+        return `{"data":{"inbox_project_id":${inboxId},"inbox":${inbox?.tasks ?? "[]"},"growth":${growthList},` +
+          `"stale_targets":${staleList(false)},"stale_targets_with_deadline":${staleList(true)}}}`
       })
 
     return { process } as const
