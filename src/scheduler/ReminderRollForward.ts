@@ -27,17 +27,25 @@ interface MissedReminder {
  * A recurring reminder whose time has passed rolls forward to its next occurrence after
  * now on its own: no completion is recorded and nothing is undoable (spec §3, reminders 6).
  */
-export const rollForwardMissedReminders = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  const mutations = yield* Mutations
-  const now = yield* clockNow
-  const missed = yield* sql<MissedReminder>`
+/**
+ * Up to 1,000 open recurring reminders whose time has passed, of every user: read from the
+ * partial index of open recurring reminders (migration 0019), so the minutely sweep reads
+ * those few rows, not every task (it was a scan of the whole table, ~2 s at a million tasks).
+ */
+export const missedReminders = (sql: SqlClient.SqlClient, now: Date) =>
+  sql<MissedReminder>`
     SELECT t.id, t.user_id, u.username, u.timezone, t.rrule, t.anchor_time, steady_iso(t.due_at) AS due_at,
            steady_iso(t.series_start_at) AS series_start_at
     FROM tasks t JOIN users u ON u.id = t.user_id
     WHERE t.is_reminder AND t.rrule IS NOT NULL AND ${isNotQuota(sql)} AND ${isOpen(sql)}
       AND t.due_at < ${now.toISOString()}::timestamptz
     ORDER BY t.id LIMIT 1000`
+
+export const rollForwardMissedReminders = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const mutations = yield* Mutations
+  const now = yield* clockNow
+  const missed = yield* missedReminders(sql, now)
   let moved = 0
   for (const reminder of missed) {
     const found = nextOccurrence(
