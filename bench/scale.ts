@@ -1,10 +1,8 @@
 import * as Http from "node:http"
-import Pg from "pg"
-import { PGlite } from "@electric-sql/pglite"
 import { databaseBackendsCpuMs, cpuDelta, sleep } from "./processes.js"
 import { type Database, formatTable, type Section } from "./report.js"
-import { type Exec, growTasks, seed } from "./seed.js"
-import { freshDatabase, log, migrate, startOurs } from "./setup.js"
+import { growTasks, sampleIds, seed } from "./seed.js"
+import { freshDatabase, log, migrate, startOurs, withExec } from "./setup.js"
 
 /**
  * Issue 17 item 6, cost that does not grow with the data. One database per backend holds the
@@ -140,26 +138,6 @@ const measure = async (
   }
 }
 
-/** Runs `use` with SQL access to the database while no service holds it. */
-const withDatabase = async <A>(database: Database, fresh: Awaited<ReturnType<typeof freshDatabase>>, use: (exec: Exec) => Promise<A>) => {
-  if (database === "postgres") {
-    const client = new Pg.Client({ connectionString: fresh.databaseUrl })
-    await client.connect()
-    try {
-      return await use(async (text, params) => (await client.query(text, params === undefined ? [] : [...params])).rows)
-    } finally {
-      await client.end()
-    }
-  }
-  const db = new PGlite(fresh.dataDir!)
-  await db.waitReady
-  try {
-    return await use(async (text, params) => (await db.query<Record<string, unknown>>(text, params === undefined ? [] : [...params])).rows)
-  } finally {
-    await db.close()
-  }
-}
-
 const TABLES = ["tasks", "projects", "users", "api_tokens", "completions", "time_slots"]
 
 export const scaleScenario = async (database: Database): Promise<Section> => {
@@ -176,7 +154,7 @@ export const scaleScenario = async (database: Database): Promise<Section> => {
     // A database of its own per size, so "as written" is never analyzed at any size.
     const fresh = await freshDatabase(database)
     await migrate(fresh.env)
-    const { seeded, ids } = await withDatabase(database, fresh, async (exec) => {
+    const { seeded, ids } = await withExec(fresh, async (exec) => {
       if (database === "postgres") {
         for (const table of TABLES) await exec(`ALTER TABLE ${table} SET (autovacuum_enabled = false)`)
       }
@@ -185,21 +163,13 @@ export const scaleScenario = async (database: Database): Promise<Section> => {
       const each = Math.ceil(others / owners.length)
       for (const owner of owners) await growTasks(exec, Number(owner.id), each, "Chore")
       await growTasks(exec, seeded.userId, size, "Task")
-      const read = await exec(
-        `SELECT id FROM tasks WHERE user_id = $1 AND deleted_at IS NULL ORDER BY (id::bigint * 7919) % 1009, id LIMIT 500`,
-        [seeded.userId]
-      )
-      const patch = await exec(
-        `SELECT id FROM tasks WHERE user_id = $1 AND deleted_at IS NULL AND NOT done AND rrule IS NULL
-           AND NOT is_tracked AND progress_target = 1 ORDER BY (id::bigint * 104729) % 1013, id LIMIT 500`,
-        [seeded.userId]
-      )
-      return { seeded, ids: { read: read.map((r) => Number(r.id)), patch: patch.map((r) => Number(r.id)) } }
+      const sample = await sampleIds(exec, seeded.userId, 500)
+      return { seeded, ids: { read: sample.readIds, patch: sample.patchIds } }
     })
     log(`${database}: scale: seeded ${size} tasks for the main user`)
     const byPhase = new Map<string, Map<string, Timing>>()
     for (const phase of ["as written", "after ANALYZE"] as const) {
-      if (phase === "after ANALYZE") await withDatabase(database, fresh, (exec) => exec("ANALYZE"))
+      if (phase === "after ANALYZE") await withExec(fresh, (exec) => exec("ANALYZE"))
       const ours = await startOurs(fresh.env)
       try {
         const timings = new Map<string, Timing>()

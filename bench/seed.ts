@@ -99,6 +99,27 @@ export const growTasks = async (exec: Exec, userId: number, count: number, prefi
   }
 }
 
+/**
+ * Up to `limit` of a user's tasks of each kind the benchmarks write or read by id, spread
+ * over the list: visible (GET), open one-off (PATCH), open recurring (done).
+ */
+export const sampleIds = async (exec: Exec, userId: number, limit: number) => {
+  const ids = async (text: string) => (await exec(text, [userId, limit])).map((r) => Number(r.id))
+  return {
+    readIds: await ids(
+      `SELECT id FROM tasks WHERE user_id = $1 AND deleted_at IS NULL ORDER BY (id::bigint * 7919) % 1009, id LIMIT $2`
+    ),
+    patchIds: await ids(
+      `SELECT id FROM tasks WHERE user_id = $1 AND deleted_at IS NULL AND NOT done AND rrule IS NULL
+         AND NOT is_tracked AND progress_target = 1 ORDER BY (id::bigint * 104729) % 1013, id LIMIT $2`
+    ),
+    recurringIds: await ids(
+      `SELECT id FROM tasks WHERE user_id = $1 AND deleted_at IS NULL AND NOT done AND rrule IS NOT NULL
+         AND NOT is_tracked AND progress_target = 1 ORDER BY (id::bigint * 104729) % 1013, id LIMIT $2`
+    )
+  }
+}
+
 export const seed = async (exec: Exec, options: SeedOptions, now = new Date()): Promise<Seeded> => {
   const at = now.toISOString()
   let main: { id: number; token: string; projects: Array<number> } | undefined
@@ -151,27 +172,14 @@ export const seed = async (exec: Exec, options: SeedOptions, now = new Date()): 
     await exec(TASKS_SQL, [owner.id, owner.projects, at, 3 + (index * 7) % 13, "Chore"])
   }
 
-  const readIds = await exec(
-    `SELECT id FROM tasks WHERE user_id = $1 AND deleted_at IS NULL ORDER BY (id::bigint * 7919) % 1009, id LIMIT 1000`,
-    [main.id]
-  )
-  const patchIds = await exec(
-    `SELECT id FROM tasks WHERE user_id = $1 AND deleted_at IS NULL AND NOT done AND rrule IS NULL
-       AND NOT is_tracked AND progress_target = 1 ORDER BY (id::bigint * 104729) % 1013, id LIMIT 1000`,
-    [main.id]
-  )
-  const recurringIds = await exec(
-    `SELECT id FROM tasks WHERE user_id = $1 AND deleted_at IS NULL AND NOT done AND rrule IS NOT NULL
-       AND NOT is_tracked AND progress_target = 1 ORDER BY (id::bigint * 104729) % 1013, id LIMIT 1000`,
-    [main.id]
-  )
+  const { readIds, patchIds, recurringIds } = await sampleIds(exec, main.id, 1000)
   const [count] = await exec(`SELECT count(*)::int AS n FROM tasks`)
   return {
     token: main.token,
     userId: main.id,
-    readIds: readIds.map((r) => Number(r.id)),
-    patchIds: patchIds.map((r) => Number(r.id)),
-    recurringIds: recurringIds.map((r) => Number(r.id)),
+    readIds,
+    patchIds,
+    recurringIds,
     taskCount: Number(count!.n)
   }
 }

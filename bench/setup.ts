@@ -145,14 +145,24 @@ export const migrate = (env: Record<string, string>) =>
 export const prepare = async <T>(database: Database, seedWith: (exec: Exec) => Promise<T>): Promise<Prepared<T>> => {
   const fresh = await freshDatabase(database)
   await migrate(fresh.env)
+  const seeded = await withExec(fresh, async (exec) => {
+    const seeded = await seedWith(exec)
+    await exec("VACUUM ANALYZE")
+    return seeded
+  })
+  return { ...fresh, seeded }
+}
+
+/**
+ * Runs `use` with direct SQL on a fresh database while no service holds it: through `pg`,
+ * or PGlite in-process (closed again before a service opens the directory).
+ */
+export const withExec = async <A>(fresh: FreshDatabase, use: (exec: Exec) => Promise<A>): Promise<A> => {
   if (fresh.databaseUrl !== undefined) {
     const client = new Pg.Client({ connectionString: fresh.databaseUrl })
     await client.connect()
     try {
-      const exec: Exec = async (text, params) => (await client.query(text, params === undefined ? [] : [...params])).rows
-      const seeded = await seedWith(exec)
-      await client.query("VACUUM ANALYZE")
-      return { ...fresh, seeded }
+      return await use(async (text, params) => (await client.query(text, params === undefined ? [] : [...params])).rows)
     } finally {
       await client.end()
     }
@@ -161,11 +171,9 @@ export const prepare = async <T>(database: Database, seedWith: (exec: Exec) => P
   await db.waitReady
   try {
     await db.exec("SET TIME ZONE 'UTC'")
-    const exec: Exec = async (text, params) =>
+    return await use(async (text, params) =>
       (await db.query<Record<string, unknown>>(text, params === undefined ? [] : [...params])).rows
-    const seeded = await seedWith(exec)
-    await db.exec("VACUUM ANALYZE")
-    return { ...fresh, seeded }
+    )
   } finally {
     await db.close()
   }

@@ -90,7 +90,7 @@ export const makePgliteClient = (dataDir: string | undefined, preparedStatements
       const send = (request: (before: ReadonlyArray<string>) => Effect.Effect<WorkerResult, SqlError>, commits = false) =>
         ended
           ? Effect.fail(new SqlError({ message: "The embedded database's transaction has already ended" }))
-          : Effect.zipRight(claim, Effect.suspend(() => request(commits ? held.takeForCommit() : held.take())))
+          : Effect.zipRight(claim, Effect.suspend(() => request(held.take(commits))))
 
       const query = (text: string, params: ReadonlyArray<unknown>, rowMode?: "array") =>
         Effect.suspend(() => {

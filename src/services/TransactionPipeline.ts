@@ -96,22 +96,18 @@ export class HeldStatements {
     return true
   }
 
-  /** The held statements, to send before (or with) the next one. */
-  take(): ReadonlyArray<string> {
+  /**
+   * The held statements, to send before (or with) the next one. With a statement that
+   * carries the transaction's COMMIT (`forCommit`) its SAVEPOINTs are left out: nothing can
+   * roll back to them (the statement either commits the whole transaction or, failing,
+   * leaves it aborted for the caller's ROLLBACK), and each one would have the server open a
+   * subtransaction for nothing (a keyed write's savepoint, about a tenth of a small write's
+   * database time).
+   */
+  take(forCommit = false): ReadonlyArray<string> {
     const held = this.held
     this.held = []
-    return held
-  }
-
-  /**
-   * The held statements to send with a statement that carries the transaction's COMMIT,
-   * without its SAVEPOINTs: nothing can roll back to them (the statement either commits the
-   * whole transaction or, failing, leaves it aborted for the caller's ROLLBACK), and each one
-   * would have the server open a subtransaction for nothing (a keyed write's savepoint, about
-   * a tenth of a small write's database time).
-   */
-  takeForCommit(): ReadonlyArray<string> {
-    return this.take().filter((text) => text === "BEGIN")
+    return forCommit ? held.filter((text) => text === "BEGIN") : held
   }
 
   /**
@@ -180,7 +176,7 @@ export class TransactionPipeline {
     }
     const commit = this.commitNext
     this.commitNext = false
-    const before = commit ? this.held.takeForCommit() : this.takeHeld()
+    const before = this.held.take(commit)
     if (before.length === 0 && !commit) return { _tag: "Send", first: [] }
     const settle: Done = (error, result) => {
       if (commit && (error === null || error === undefined)) this.committed = true
