@@ -196,15 +196,29 @@ describe("rollover across restarts (SERVICE_NOW)", () => {
 
 describe("concurrent sweeps record each ended period exactly once", () => {
   const NOW = new Date("2026-05-20T10:00:00Z")
+  let db: TestDatabase
   let service: TestService
   let ursula: TestUser
 
   beforeAll(async () => {
-    service = await startService({ serviceNow: Option.some(NOW) })
+    // The service's own start-up sweep would race the sweeps under test. A stale quota left by
+    // an earlier run shows when that sweep is over; the next one is five minutes away.
+    db = await freshDatabase()
+    const earlier = await startService({ serviceNow: Option.some(NOW) }, db)
+    const marker = await createTask((await earlier.user("ursula", "UTC")).api, { title: "Marker", progress_target: 2, rrule: "FREQ=DAILY" })
+    await shiftPeriodBack(earlier, marker.id, 1)
+    await earlier.stop()
+    service = await startService({ serviceNow: Option.some(NOW) }, db)
     ursula = await service.user("ursula", "UTC")
+    const deadline = Date.now() + 30_000
+    while ((await periodRows(service, marker.id)).length === 0) {
+      if (Date.now() > deadline) throw new Error("the start-up sweep did not run")
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
   })
   afterAll(async () => {
     await service.stop()
+    await db.drop()
   })
 
   /** Eight daily quotas (target 3) with 0..7 logged, each moved `days` days into the past. */

@@ -361,7 +361,7 @@ describe("the embedded data directory", () => {
       expect(me.body.data).toMatchObject({ username: "carol", timezone: "UTC" })
 
       // A second server on the same directory is refused with a clear message.
-      const second = await runToEnd("src/main.ts", [], { ...env, PORT: "0" }, 60_000)
+      const second = await runToEnd("src/main.ts", [], { ...env, PORT: "0" }, 120_000)
       expect(second.code).not.toBe(0)
       expect(second.code).not.toBeNull()
       const refusal = ownLines(second.stderr).join("\n")
@@ -400,7 +400,7 @@ describe("the embedded data directory", () => {
     } finally {
       await check.close()
     }
-  }, 180_000)
+  }, 300_000)
 
   it("a lock left by a dead process is taken over", async () => {
     const dir = tempDir()
