@@ -4,7 +4,7 @@ import { probe, type Scenario } from "./load.js"
 import { onCleanup, sleep } from "./processes.js"
 import { type Database, formatTable, type Section } from "./report.js"
 import { seed } from "./seed.js"
-import { config, describeRun, log, measureRun, prepare, type Run, startOurs, warmUpService } from "./setup.js"
+import { config, copyOf, describeRun, log, measureRun, prepare, type Run, startOurs, warmUpService } from "./setup.js"
 
 /**
  * AI on vs off (issue 11): POST /api/tasks with a title only, the create that triggers
@@ -14,7 +14,10 @@ import { config, describeRun, log, measureRun, prepare, type Run, startOurs, war
  * for the same CPU in the background. Target: req/s on/off ≥ 0.95.
  *
  * Each run gets a freshly started service (the embedded database takes one process at a
- * time), variants in interleaved rounds with the order rotating.
+ * time) on its own copy of the prepared database, variants in interleaved rounds with the
+ * order rotating. On one shared database each run found the rows (and, after AI on, the
+ * queue backlog) of the runs before it, and the second run of a round read ~10% slower
+ * whichever variant it was.
  */
 
 type Variant = "off" | "on"
@@ -67,20 +70,22 @@ export const aiScenario = async (database: Database): Promise<Section> => {
   for (let round = 1; round <= config.rounds; round++) {
     const order = VARIANTS.map((_, i) => VARIANTS[(i + round - 1) % VARIANTS.length]!)
     for (const variant of order) {
+      const copy = await copyOf(prepared)
       const env = variant === "off"
-        ? { ...prepared.env, SERVICE_AI_PROVIDER: "off" }
-        : { ...prepared.env, SERVICE_AI_PROVIDER: "openai", SERVICE_AI_BASE_URL: provider.url, SERVICE_AI_MODEL: "bench" }
+        ? { ...copy.env, SERVICE_AI_PROVIDER: "off" }
+        : { ...copy.env, SERVICE_AI_PROVIDER: "openai", SERVICE_AI_BASE_URL: provider.url, SERVICE_AI_MODEL: "bench" }
       const ours = await startOurs(env)
       try {
         await probe(titleOnly, ours.baseUrl, seeded.token)
         await warmUpService([titleOnly], ours, seeded.token)
         const before = provider.calls()
-        const run = await measureRun(titleOnly, ours, seeded.token, prepared.databaseName)
+        const run = await measureRun(titleOnly, ours, seeded.token, copy.databaseName)
         const calls = provider.calls() - before
         measured.push({ variant, round, run, calls })
         log(`${database} ai ${variant.padEnd(3)} r${round} ${describeRun(run)}${variant === "on" ? `; ${calls} model calls meanwhile` : ""}`)
       } finally {
         await ours.stop()
+        await copy.remove()
       }
       await sleep(500)
     }

@@ -131,6 +131,37 @@ export const freshDatabase = async (database: Database): Promise<FreshDatabase> 
   return { env: { DATABASE_URL: databaseUrl }, databaseUrl, dataDir: undefined, databaseName: name }
 }
 
+/** Runs PostgreSQL administration statements on the server's maintenance database. */
+const adminQuery = async (text: string) => {
+  const admin = new Pg.Client({ connectionString: config.pgUrl })
+  await admin.connect()
+  try {
+    await admin.query(text)
+  } finally {
+    await admin.end()
+  }
+}
+
+/**
+ * A copy of a prepared database (`CREATE DATABASE … TEMPLATE`, or the data directory
+ * copied), removed at the end: interleaved A/B runs each start from the same rows, instead
+ * of each finding what the runs before it wrote (rows, dead tuples, a queue backlog), which
+ * made whichever variant ran second in a round look slower.
+ */
+export const copyOf = async (prepared: FreshDatabase): Promise<FreshDatabase & { readonly remove: () => Promise<void> }> => {
+  if (prepared.databaseName === undefined) {
+    const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "steady-bench-copy-"))
+    const remove = onCleanup(`remove ${dataDir}`, async () => Fs.rmSync(dataDir, { recursive: true, force: true }))
+    Fs.cpSync(prepared.dataDir!, dataDir, { recursive: true, filter: (source) => Path.basename(source) !== "steady.lock" })
+    return { env: { DATA_DIR: dataDir }, databaseUrl: undefined, dataDir, databaseName: undefined, remove }
+  }
+  const name = `steady_bench_${Crypto.randomBytes(5).toString("hex")}`
+  await adminQuery(`CREATE DATABASE ${name} TEMPLATE ${prepared.databaseName}`)
+  const remove = onCleanup(`drop database ${name}`, () => adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
+  const databaseUrl = withDatabaseName(config.pgUrl, name)
+  return { env: { DATABASE_URL: databaseUrl }, databaseUrl, dataDir: undefined, databaseName: name, remove }
+}
+
 export interface Prepared<T> extends FreshDatabase {
   readonly seeded: T
 }

@@ -249,6 +249,54 @@ describe("the circuit breaker", () => {
   })
 })
 
+describe("a request the worker has not picked up yet", () => {
+  let fake: FakeAi
+  let service: TestService
+
+  beforeAll(async () => {
+    fake = await startFakeAi("openai", (request) =>
+      rawTitle(request) === "holds the slot"
+        ? "hang"
+        : { json: { title: "Model title", priority: 2, labels: ["model"], notes: "from the model" } })
+    // While creates stream in (here: one within 30 s) the worker runs one request at a time;
+    // the hanging one holds that slot until its 6 s timeout, so the next create waits as a
+    // request on its task row only.
+    service = await startService(aiConfig(fake, {
+      enrichmentTimeout: Duration.seconds(6),
+      enrichmentRetryDelays: [Duration.seconds(60)],
+      enrichmentBusyWindow: Duration.seconds(30)
+    }))
+  })
+  afterAll(async () => {
+    await service?.stop()
+    await fake?.close()
+  })
+
+  it("is enriched from the task as created: an edit made before it was queued is kept", async () => {
+    const user = await service.user("not-yet")
+    await user.api.post("/api/tasks", { title: "holds the slot" })
+    await fake.waitFor(1)
+    const created = (await user.api.post("/api/tasks", { title: "buy stamps", notes: "the blue ones" })).body.data
+    expect(created.enrichment_status).toBe("pending")
+    const queued = () =>
+      query<{ n: number }>(service, (sql) => sql`SELECT count(*)::int AS n FROM ai_enrichment_queue WHERE task_id = ${created.id}`)
+    expect((await queued())[0]!.n).toBe(0)
+    expect((await user.api.get("/api/ai/status")).body.data.pending_enrichments).toBe(2)
+    const edit = await user.api.patch(`/api/tasks/${created.id}`, { title: "Buy stamps today", priority: 4 })
+    expect(edit.body.data.enrichment_status).toBe("pending")
+    expect((await queued())[0]!.n).toBe(0)
+
+    const task = await waitForStatus(user.api, created.id, "done", 20_000)
+    // The user's title and priority stay; labels and notes, untouched since the create, take
+    // the model's answer. The model was asked about the title as created.
+    expect(task).toMatchObject({ title: "Buy stamps today", priority: 4, labels: ["model"], notes: "from the model", original_title: "buy stamps" })
+    expect(fake.requests.map(rawTitle)).toContain("buy stamps")
+    expect(fake.requests.map(rawTitle)).not.toContain("Buy stamps today")
+    const [left] = await query<{ baseline: unknown }>(service, (sql) => sql`SELECT enrichment_baseline AS baseline FROM tasks WHERE id = ${created.id}`)
+    expect(left!.baseline).toBeNull()
+  })
+})
+
 describe("enrichment across a restart", () => {
   let db: TestDatabase
   let fake: FakeAi

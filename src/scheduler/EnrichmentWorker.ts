@@ -13,8 +13,6 @@ import { logFailure } from "../services/DatabaseFailures.js"
 export const AI_ACTIVITY_RETENTION_DAYS = 30
 /** Requests enriched at once by one instance. */
 const BATCH = 4
-/** A create within this long means creates are streaming in. */
-const BUSY_WINDOW = Duration.seconds(1)
 
 /** Issue 11: AI activity rows are kept for 30 days. */
 export const purgeAiActivity = Effect.gen(function*() {
@@ -94,7 +92,7 @@ export const EnrichmentWorkerLive = Layer.scopedDiscard(
       // one per pace, and leaves the CPU and the database to them (on the embedded database,
       // with its single connection, each enrichment would otherwise hold up the creates); it
       // catches up when the burst ends. A slow answer holds its own slot only.
-      const busy = yield* queue.busy(BUSY_WINDOW)
+      const busy = yield* queue.busy(tuning.enrichmentBusyWindow)
       const free = (busy ? 1 : BATCH) - (yield* Ref.get(slotsUsed))
       if (free > 0) {
         const claimed = yield* queue.claim(free, yield* clockNow)

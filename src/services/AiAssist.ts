@@ -110,7 +110,7 @@ export class AiAssist extends Effect.Service<AiAssist>()("steady/AiAssist", {
       Effect.gen(function*() {
         yield* requireAi(gateway.enabled)
         const [pending] = yield* sql<{ n: number }>`
-          SELECT count(*)::int AS n FROM ai_enrichment_queue WHERE user_id = ${user.id} AND state = 'pending'`
+          SELECT count(*)::int AS n FROM tasks WHERE user_id = ${user.id} AND enrichment_status = 'pending'`
         const calls = yield* sql<{
           feature: string
           status: string

@@ -2,7 +2,8 @@ import * as AiError from "@effect/ai/AiError"
 import * as LanguageModel from "@effect/ai/LanguageModel"
 import type * as Prompt from "@effect/ai/Prompt"
 import * as Tool from "@effect/ai/Tool"
-import { OpenAiClient } from "@effect/ai-openai"
+// The module, not the package index (see AiGateway.ts).
+import * as OpenAiClient from "@effect/ai-openai/OpenAiClient"
 import { HttpClientRequest, HttpClientResponse } from "@effect/platform"
 import { Effect, Layer, Schema, Stream } from "effect"
 

@@ -1,7 +1,11 @@
 import * as AiError from "@effect/ai/AiError"
 import * as LanguageModel from "@effect/ai/LanguageModel"
-import { AnthropicClient, AnthropicLanguageModel } from "@effect/ai-anthropic"
-import { OpenAiClient } from "@effect/ai-openai"
+import * as AnthropicClient from "@effect/ai-anthropic/AnthropicClient"
+import * as AnthropicLanguageModel from "@effect/ai-anthropic/AnthropicLanguageModel"
+// The module, not the package index: the index also loads OpenAiTokenizer and with it
+// gpt-tokenizer's cl100k ranks, ~12 MB of heap every instance would carry (and every major GC
+// would mark) for a tokenizer nothing here uses.
+import * as OpenAiClient from "@effect/ai-openai/OpenAiClient"
 import { FetchHttpClient } from "@effect/platform"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Cause, Data, Duration, Effect, Layer, Option, type Schema } from "effect"

@@ -42,8 +42,9 @@ export interface AiTuning {
   readonly enrichmentTimeout: Duration.Duration
   /** How often the enrichment queue is polled when nothing wakes it. */
   readonly enrichmentPoll: Duration.Duration
-  /** While tasks are being created (one in the last second), one enrichment per this much time. */
+  /** While tasks are being created (one within `enrichmentBusyWindow`), one enrichment per this much time. */
   readonly enrichmentBusyPace: Duration.Duration
+  readonly enrichmentBusyWindow: Duration.Duration
   /** Consecutive provider failures that open the circuit breaker, and how long it stays open. */
   readonly breakerThreshold: number
   readonly breakerCooldown: Duration.Duration
@@ -58,6 +59,7 @@ export const DEFAULT_AI_TUNING: AiTuning = {
   enrichmentTimeout: Duration.seconds(60),
   enrichmentPoll: Duration.seconds(2),
   enrichmentBusyPace: Duration.seconds(2),
+  enrichmentBusyWindow: Duration.seconds(1),
   breakerThreshold: 5,
   breakerCooldown: Duration.minutes(5),
   quickTakeTimeout: Duration.seconds(20),

@@ -1,12 +1,13 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { Fragment } from "@effect/sql/Statement"
 import { Clock, Duration, Effect, Queue, Ref } from "effect"
-import { baselineOf, ENRICHED_FIELDS } from "../domain/AiEnrichment.js"
+import { baselineOf } from "../domain/AiEnrichment.js"
 import type { Row } from "../domain/Json.js"
 import { afterCommit } from "./AfterCommit.js"
 import { AppConfig } from "./AppConfig.js"
 import { recordChanges, taskEntry } from "./ChangeLog.js"
 import { ChangeWakeup } from "./ChangeWakeup.js"
+import { normalizeRow, TasksTable } from "./Tables.js"
 
 export interface ClaimedEnrichment {
   readonly task_id: number
@@ -36,32 +37,43 @@ export class EnrichmentQueue extends Effect.Service<EnrichmentQueue>()("steady/E
     /** When this instance last queued a request: the worker holds back while creates stream in. */
     const lastQueued = yield* Ref.make(0)
 
-    /** A pending queue row, as the column list and a SELECT (`from` gives what the values read). */
-    const queueRow = (task: { readonly id: Fragment; readonly userId: number; readonly baseline: Fragment }, sourceTitle: string, now: Date, from: Fragment = sql``) => {
+    /** A pending queue row, as the column list and a SELECT. */
+    const queueRow = (task: { readonly id: Fragment; readonly userId: number; readonly baseline: Fragment }, sourceTitle: string, now: Date) => {
       const at = now.toISOString()
       return sql`(task_id, user_id, state, attempts, next_attempt_at, source_title, baseline, created_at, updated_at)
         SELECT ${task.id}, ${task.userId}, 'pending', 0, ${at}::timestamptz, ${sourceTitle}, ${task.baseline},
-               ${at}::timestamptz, ${at}::timestamptz ${from}`
+               ${at}::timestamptz, ${at}::timestamptz`
     }
-
-    /** The baseline read from the inserted row `r` (jsonb), the same text for every create. */
-    const createdBaseline = sql.literal(`jsonb_build_object(${ENRICHED_FIELDS.map((f) => `'${f}', r->'${f}'`).join(", ")})`)
 
     const noteQueued = Effect.flatMap(Clock.currentTimeMillis, (now) => Ref.set(lastQueued, now))
 
     /**
-     * The queue row of a task inserted pending by the same statement (`Tx.insertAtCommit`
-     * gives its id and row as SQL), for the create to send with the mutation's commit
-     * statement (`Tx.atCommit`): a create that enriches costs no round trip more than one
-     * that does not.
-     * The baseline is the task as it is now: fields that differ from it when the answer
-     * arrives were edited by the user and are kept.
+     * A create's request is the task row itself (migration 0021): `enrichment_status`
+     * 'pending' and this baseline, the enriched fields as created (`inbox`: the project is the
+     * owner's Inbox, looked up by the INSERT). Fields that differ from it when the answer
+     * arrives were edited by the user and are kept. `promote` makes the queue row later.
      */
-    const createdRow = (task: { readonly idSql: Fragment; readonly rowSql: Fragment; readonly userId: number }, sourceTitle: string, now: Date) => {
-      return sql`INSERT INTO ai_enrichment_queue ${
-        queueRow({ id: task.idSql, userId: task.userId, baseline: createdBaseline }, sourceTitle, now, sql`FROM (SELECT ${task.rowSql}) AS s(r)`)
-      }`
+    const baselineSql = (row: Row, inbox: Fragment | undefined) => {
+      const text = JSON.stringify(baselineOf(normalizeRow(TasksTable, row)))
+      return inbox === undefined
+        ? sql`${text}::jsonb`
+        : sql`${text}::jsonb || jsonb_build_object('project_id', ${inbox})`
     }
+
+    /**
+     * Moves up to `limit` requested tasks, oldest first, into the queue (a pending row due at
+     * the task's creation), so `claim` can lease them. Another instance promoting the same
+     * task at once inserts nothing (ON CONFLICT); a task already queued (a reprocess) is left.
+     */
+    const promote = (limit: number) =>
+      sql`
+        INSERT INTO ai_enrichment_queue (task_id, user_id, state, attempts, next_attempt_at, source_title, baseline, created_at, updated_at)
+        SELECT t.id, t.user_id, 'pending', 0, t.created_at, t.original_title, t.enrichment_baseline, t.created_at, t.created_at
+        FROM tasks t
+        WHERE t.enrichment_status = 'pending' AND t.enrichment_baseline IS NOT NULL
+          AND NOT EXISTS (SELECT 1 FROM ai_enrichment_queue q WHERE q.task_id = t.id)
+        ORDER BY t.id LIMIT ${limit}
+        ON CONFLICT (task_id) DO NOTHING`
 
     /** Re-queues enrichment of an existing `task` from `sourceTitle`, inside the caller's transaction. */
     const requeue = (task: Row, sourceTitle: string, now: Date) =>
@@ -87,7 +99,7 @@ export class EnrichmentQueue extends Effect.Service<EnrichmentQueue>()("steady/E
     const claim = (limit: number, now: Date) => {
       const at = now.toISOString()
       const until = new Date(now.getTime() + Duration.toMillis(lease)).toISOString()
-      return sql<ClaimedEnrichment>`
+      return promote(limit).pipe(Effect.zipRight(sql<ClaimedEnrichment>`
         UPDATE ai_enrichment_queue q SET lease_until = ${until}::timestamptz
         FROM (
           SELECT task_id FROM ai_enrichment_queue
@@ -97,7 +109,7 @@ export class EnrichmentQueue extends Effect.Service<EnrichmentQueue>()("steady/E
           FOR UPDATE SKIP LOCKED
         ) due
         WHERE q.task_id = due.task_id
-        RETURNING q.task_id, q.user_id, q.attempts, q.source_title, q.baseline, steady_iso(q.updated_at) AS requested_at`.pipe(
+        RETURNING q.task_id, q.user_id, q.attempts, q.source_title, q.baseline, steady_iso(q.updated_at) AS requested_at`),
         Effect.orDie
       )
     }
@@ -121,7 +133,7 @@ export class EnrichmentQueue extends Effect.Service<EnrichmentQueue>()("steady/E
           WHERE task_id = ${claimed.task_id} AND steady_iso(updated_at) = ${claimed.requested_at}
           RETURNING task_id
         )
-        UPDATE tasks SET enrichment_status = ${state} WHERE id IN (SELECT task_id FROM ended) RETURNING id`),
+        UPDATE tasks SET enrichment_status = ${state}, enrichment_baseline = NULL WHERE id IN (SELECT task_id FROM ended) RETURNING id`),
         // This write bypasses the mutation pipeline, so it reports to the change feed itself.
         Effect.tap((rows) => recordChanges(sql, now, rows.map((row) => taskEntry(row.id)))),
         sql.withTransaction,
@@ -148,7 +160,7 @@ export class EnrichmentQueue extends Effect.Service<EnrichmentQueue>()("steady/E
       enabled,
       busy,
       release,
-      createdRow,
+      baselineSql,
       noteQueued,
       requeue,
       claim,

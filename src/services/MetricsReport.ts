@@ -32,7 +32,7 @@ const readBacklog = (sql: SqlClient.SqlClient, now: Date) => {
         AS webhook_failed_attempts,
       (SELECT count(*)::int FROM webhook_deliveries
         WHERE status <> 'pending' AND finished_at > ${dayAgo}::timestamptz AND status = 'failed') AS webhook_failed_deliveries,
-      (SELECT count(*)::int FROM ai_enrichment_queue WHERE state = 'pending') AS enrichment_queue,
+      (SELECT count(*)::int FROM tasks WHERE enrichment_status = 'pending') AS enrichment_queue,
       COALESCE((SELECT EXTRACT(EPOCH FROM (${now.toISOString()}::timestamptz - min(progress_period_end)))::float8
         FROM tasks WHERE progress_period_end IS NOT NULL AND NOT done AND deleted_at IS NULL
           AND progress_period_end <= ${now.toISOString()}::timestamptz), 0)::float8 AS rollover_lag`

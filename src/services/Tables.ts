@@ -67,6 +67,7 @@ const taskColumns = {
   last_completed_at: "ts",
   enrichment_requested_at: "ts",
   enrichment_status: "text",
+  enrichment_baseline: "json",
   created_at: "ts",
   updated_at: "ts"
 } as const satisfies Record<string, ColumnKind>

@@ -76,15 +76,12 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
             ...(yield* periodWrites(quotas.settingsOf(user.id), undefined, base, tx.now)),
             ...(enrich ? { enrichment_status: "pending" } : {})
           }
-          const inserted = yield* tx.insertAtCommit(
-            TasksTable,
-            row,
-            projectId === undefined ? { project_id: sql`(SELECT id FROM projects WHERE owner_id = ${user.id} AND is_inbox)` } : {}
-          )
-          if (enrich) {
-            tx.atCommit(enrichment.createdRow({ ...inserted, userId: user.id }, input.title, tx.now))
-            yield* enrichment.noteQueued
-          }
+          const inbox = sql`(SELECT id FROM projects WHERE owner_id = ${user.id} AND is_inbox)`
+          const inserted = yield* tx.insertAtCommit(TasksTable, row, {
+            ...(projectId === undefined ? { project_id: inbox } : {}),
+            ...(enrich ? { enrichment_baseline: enrichment.baselineSql(row, projectId === undefined ? inbox : undefined) } : {})
+          })
+          if (enrich) yield* enrichment.noteQueued
           tx.emit({ event: "task.created", taskId: inserted.row.id as number, data: { task: inserted.wire as JsonValue } })
           tx.count("tasks_created")
           tx.describe(`Created ${quoted(inserted.row.title)}`)
