@@ -7,7 +7,6 @@ import { afterCommit } from "./AfterCommit.js"
 import { AppConfig } from "./AppConfig.js"
 import { recordChanges, taskEntry } from "./ChangeLog.js"
 import { ChangeWakeup } from "./ChangeWakeup.js"
-import { normalizeRow, TasksTable } from "./Tables.js"
 
 export interface ClaimedEnrichment {
   readonly task_id: number
@@ -49,26 +48,20 @@ export class EnrichmentQueue extends Effect.Service<EnrichmentQueue>()("steady/E
 
     /**
      * A create's request is the task row itself (migration 0021): `enrichment_status`
-     * 'pending' and this baseline, the enriched fields as created (`inbox`: the project is the
-     * owner's Inbox, looked up by the INSERT). Fields that differ from it when the answer
-     * arrives were edited by the user and are kept. `promote` makes the queue row later.
-     */
-    const baselineSql = (row: Row, inbox: Fragment | undefined) => {
-      const text = JSON.stringify(baselineOf(normalizeRow(TasksTable, row)))
-      return inbox === undefined
-        ? sql`${text}::jsonb`
-        : sql`${text}::jsonb || jsonb_build_object('project_id', ${inbox})`
-    }
-
-    /**
-     * Moves up to `limit` requested tasks, oldest first, into the queue (a pending row due at
-     * the task's creation), so `claim` can lease them. Another instance promoting the same
-     * task at once inserts nothing (ON CONFLICT); a task already queued (a reprocess) is left.
+     * 'pending' and `enrichment_baseline` (`createdBaseline`). This moves up to `limit` of
+     * them, oldest first, into the queue (a pending row due at the task's creation), so `claim`
+     * can lease them; a baseline without `project_id` was created in the owner's Inbox, which
+     * never changes. Another instance promoting the same task at once inserts nothing (ON
+     * CONFLICT); a task already queued (a reprocess) is left.
      */
     const promote = (limit: number) =>
       sql`
         INSERT INTO ai_enrichment_queue (task_id, user_id, state, attempts, next_attempt_at, source_title, baseline, created_at, updated_at)
-        SELECT t.id, t.user_id, 'pending', 0, t.created_at, t.original_title, t.enrichment_baseline, t.created_at, t.created_at
+        SELECT t.id, t.user_id, 'pending', 0, t.created_at, t.original_title,
+          CASE WHEN t.enrichment_baseline ? 'project_id' THEN t.enrichment_baseline
+            ELSE t.enrichment_baseline || jsonb_build_object('project_id',
+              (SELECT p.id FROM projects p WHERE p.owner_id = t.user_id AND p.is_inbox)) END,
+          t.created_at, t.created_at
         FROM tasks t
         WHERE t.enrichment_status = 'pending' AND t.enrichment_baseline IS NOT NULL
           AND NOT EXISTS (SELECT 1 FROM ai_enrichment_queue q WHERE q.task_id = t.id)
@@ -160,7 +153,6 @@ export class EnrichmentQueue extends Effect.Service<EnrichmentQueue>()("steady/E
       enabled,
       busy,
       release,
-      baselineSql,
       noteQueued,
       requeue,
       claim,

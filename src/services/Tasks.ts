@@ -5,7 +5,7 @@ import type { JsonValue } from "../domain/Json.js"
 import type { TaskCreate, TaskPatch } from "../domain/Task.js"
 import type { Row } from "../domain/Json.js"
 import type { PeriodSettings } from "../domain/QuotaPeriods.js"
-import { shouldEnrich } from "../domain/AiEnrichment.js"
+import { createdBaseline, shouldEnrich } from "../domain/AiEnrichment.js"
 import { projectRefusal } from "../domain/Project.js"
 import { isQuota, newTaskRow, patchTaskRow, visibleFields } from "../domain/TaskRules.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
@@ -58,12 +58,13 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
       tx.emit({ event: "task.updated", taskId: id, data: { task: task as JsonValue, fields_changed: [...fields] } })
 
     /**
-     * One statement: the INSERT (which looks up the Inbox itself and renders the new task as
-     * wire JSON), the enrichment queue row and the pipeline's own writes all go out as the
+     * One statement: the INSERT (which looks up the Inbox itself, renders the new task as wire
+     * JSON and carries an enrichment request) and the pipeline's own writes all go out as the
      * commit statement (`Tx.insertAtCommit`).
      */
     const create = (user: CurrentUserShape, input: TaskCreate) => {
-      // Queued in the same transaction (durable); enriched in the background (issue 11).
+      // Requested on the task row itself, in the same statement (durable); queued and enriched
+      // in the background (issue 11).
       const enrich = enrichment.enabled && shouldEnrich(input)
       return mutations.run({ user, action: "create" }, (tx) =>
         Effect.gen(function*() {
@@ -76,11 +77,11 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
             ...(yield* periodWrites(quotas.settingsOf(user.id), undefined, base, tx.now)),
             ...(enrich ? { enrichment_status: "pending" } : {})
           }
-          const inbox = sql`(SELECT id FROM projects WHERE owner_id = ${user.id} AND is_inbox)`
-          const inserted = yield* tx.insertAtCommit(TasksTable, row, {
-            ...(projectId === undefined ? { project_id: inbox } : {}),
-            ...(enrich ? { enrichment_baseline: enrichment.baselineSql(row, projectId === undefined ? inbox : undefined) } : {})
-          })
+          const inserted = yield* tx.insertAtCommit(
+            TasksTable,
+            enrich ? { ...row, enrichment_baseline: createdBaseline(row) } : row,
+            projectId === undefined ? { project_id: sql`(SELECT id FROM projects WHERE owner_id = ${user.id} AND is_inbox)` } : {}
+          )
           if (enrich) yield* enrichment.noteQueued
           tx.emit({ event: "task.created", taskId: inserted.row.id as number, data: { task: inserted.wire as JsonValue } })
           tx.count("tasks_created")
