@@ -49,8 +49,7 @@ export interface Tx {
    * An insert for the LAST write of a single-row create: the INSERT goes out as the first
    * CTE of the commit statement, so a create is one round trip. What comes back stands for
    * the new row: `wire` as for `updateAtCommit`; `row` holds the values given, its `id` a
-   * stand-in that may only be passed on (events' `taskId`); `id` is the SQL of the new id,
-   * `row` the SQL of the row as `insert` returns it (jsonb), for `atCommit` statements.
+   * stand-in that may only be passed on (events' `taskId`).
    * Once per mutation, and no other deferred write.
    */
   readonly insertAtCommit: (
@@ -58,11 +57,6 @@ export interface Tx {
     values: Row,
     computed?: Readonly<Record<string, Fragment>>
   ) => Effect.Effect<PendingInsert>
-  /**
-   * A data-modifying statement that needs no answer (a queue row): it goes out with the
-   * commit statement, as one of its CTEs, instead of costing a round trip of its own.
-   */
-  readonly atCommit: (statement: Fragment) => void
   /** Re-creates a row with its old id (undo of a delete, redo of an insert). */
   readonly restoreRow: (table: TableSpec, row: Row) => Effect.Effect<void>
   readonly remove: (table: TableSpec, id: number) => Effect.Effect<void>
@@ -81,8 +75,6 @@ export type Wire = Record<string, unknown>
 export interface PendingInsert {
   readonly row: Row
   readonly wire: Wire
-  readonly idSql: Fragment
-  readonly rowSql: Fragment
 }
 
 export interface UpdateOptions {
@@ -258,7 +250,6 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
         const changes: Array<RowChange> = []
         const events: Array<DomainEvent> = []
         const stats = new Map<string, Record<StatName, number>>()
-        const extra: Array<Fragment> = []
         let deferred: Deferred | undefined
         let description = ""
 
@@ -379,9 +370,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
             changes.push({ op: "insert", table: table.name, id: PENDING_ID as unknown as number, after: { ...row, [PENDING_ROW_KEY]: true } })
             return {
               row,
-              wire: { [PENDING_WIRE_KEY]: true } as Wire,
-              idSql: sql`(SELECT id FROM target)`,
-              rowSql: sql`(SELECT row FROM target)`
+              wire: { [PENDING_WIRE_KEY]: true } as Wire
             }
           })
 
@@ -395,9 +384,6 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
           update: (table, id, values, updateOptions) =>
             Effect.map(updateRow(table, id, values, updateOptions, false), (u) => u.fields),
           updateWire: (table, id, values, updateOptions) => updateRow(table, id, values, updateOptions, true),
-          atCommit: (statement) => {
-            extra.push(statement)
-          },
           restoreRow: (table, row) =>
             Effect.gen(function*() {
               const values: Row = Object.fromEntries(
@@ -433,7 +419,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
         }
 
         const result = yield* body(tx)
-        const input = { options, now, changes, events, stats, description, feed: entriesOf(changes), extra, deferred }
+        const input = { options, now, changes, events, stats, description, feed: entriesOf(changes), deferred }
         const slot = yield* handoverFor(handsOver)
         if (slot !== undefined) {
           // The result keeps its stand-in: the keyed request splices the wire into its answer.
@@ -477,7 +463,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
      * Everything the pipeline writes besides the body's rows, as ONE statement just before
      * COMMIT: redo purge and undo entry, outbox events, a delivery per matching active
      * webhook with its body frozen now (CONTRACT §9), the overflow drop, the day's
-     * statistics, the change-feed rows and their NOTIFY, and any `atCommit` statement.
+     * statistics, and the change-feed rows and their NOTIFY.
      * Parts with nothing to write are left out of the text. Returns the undo entry's id and
      * how many delivery rows were written.
      */
@@ -489,7 +475,6 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
       readonly stats: ReadonlyMap<string, Record<StatName, number>>
       readonly description: string
       readonly feed: ReturnType<typeof entriesOf>
-      readonly extra: ReadonlyArray<Fragment>
       readonly deferred: Deferred | undefined
     }, record: ((wire: Fragment | undefined) => Fragment) | undefined) => {
       const { changes, events, feed, options } = input
@@ -571,7 +556,6 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
           changesInsert(sql, input.now, feed, deferred?.insertsRow === true ? { json: withPending, tasks: sql`target` } : undefined)
         })`)
       }
-      input.extra.forEach((statement, n) => ctes.push(sql`${sql.literal(`extra${n}`)} AS (${statement})`))
       // A SELECT in a CTE runs only when read: the final SELECT reads it.
       if (record !== undefined) {
         ctes.push(sql`recorded AS (SELECT ${record(deferred === undefined ? undefined : sql`(SELECT wire FROM target)`)})`)
