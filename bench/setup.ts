@@ -101,36 +101,6 @@ export interface FreshDatabase {
   readonly databaseName: string | undefined
 }
 
-export const freshDatabase = async (database: Database): Promise<FreshDatabase> => {
-  if (database === "embedded") {
-    const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "steady-bench-"))
-    onCleanup(`remove ${dataDir}`, async () => Fs.rmSync(dataDir, { recursive: true, force: true }))
-    return { env: { DATA_DIR: dataDir }, databaseUrl: undefined, dataDir, databaseName: undefined }
-  }
-  const name = `steady_bench_${Crypto.randomBytes(5).toString("hex")}`
-  const admin = new Pg.Client({ connectionString: config.pgUrl })
-  await admin.connect()
-  try {
-    await admin.query(`CREATE DATABASE ${name}`)
-  } finally {
-    await admin.end()
-  }
-  onCleanup(`drop database ${name}`, async () => {
-    // BENCH_KEEP_DATABASE=1 leaves it for a look at its plans afterwards.
-    if (process.env.BENCH_KEEP_DATABASE === "1") return log(`kept database ${name}`)
-    const client = new Pg.Client({ connectionString: config.pgUrl })
-    await client.connect()
-    try {
-      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
-    } finally {
-      await client.end()
-    }
-    log(`dropped database ${name}`)
-  })
-  const databaseUrl = withDatabaseName(config.pgUrl, name)
-  return { env: { DATABASE_URL: databaseUrl }, databaseUrl, dataDir: undefined, databaseName: name }
-}
-
 /** Runs PostgreSQL administration statements on the server's maintenance database. */
 const adminQuery = async (text: string) => {
   const admin = new Pg.Client({ connectionString: config.pgUrl })
@@ -140,6 +110,24 @@ const adminQuery = async (text: string) => {
   } finally {
     await admin.end()
   }
+}
+
+export const freshDatabase = async (database: Database): Promise<FreshDatabase> => {
+  if (database === "embedded") {
+    const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "steady-bench-"))
+    onCleanup(`remove ${dataDir}`, async () => Fs.rmSync(dataDir, { recursive: true, force: true }))
+    return { env: { DATA_DIR: dataDir }, databaseUrl: undefined, dataDir, databaseName: undefined }
+  }
+  const name = `steady_bench_${Crypto.randomBytes(5).toString("hex")}`
+  await adminQuery(`CREATE DATABASE ${name}`)
+  onCleanup(`drop database ${name}`, async () => {
+    // BENCH_KEEP_DATABASE=1 leaves it for a look at its plans afterwards.
+    if (process.env.BENCH_KEEP_DATABASE === "1") return log(`kept database ${name}`)
+    await adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+    log(`dropped database ${name}`)
+  })
+  const databaseUrl = withDatabaseName(config.pgUrl, name)
+  return { env: { DATABASE_URL: databaseUrl }, databaseUrl, dataDir: undefined, databaseName: name }
 }
 
 /**
@@ -227,12 +215,7 @@ export const startOurs = async (env: Record<string, string>, dist = Path.join(RO
  * The earlier build of `BENCH_BEFORE_DIST` on a copy of the prepared data directory (one
  * directory holds one server), so both builds serve the same rows side by side.
  */
-export const startBefore = async (prepared: FreshDatabase) => {
-  const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "steady-bench-before-"))
-  onCleanup(`remove ${dataDir}`, async () => Fs.rmSync(dataDir, { recursive: true, force: true }))
-  Fs.cpSync(prepared.dataDir!, dataDir, { recursive: true, filter: (source) => Path.basename(source) !== "steady.lock" })
-  return startOurs({ DATA_DIR: dataDir }, config.beforeDist!)
-}
+export const startBefore = async (prepared: FreshDatabase) => startOurs((await copyOf(prepared)).env, config.beforeDist!)
 
 export const startBaseline = async (databaseUrl: string) => {
   const port = await freePort()

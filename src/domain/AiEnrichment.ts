@@ -22,15 +22,6 @@ export type EnrichedField = typeof ENRICHED_FIELDS[number]
 /** The task's enrichable fields when the request is made (see `userChanged`). */
 export const baselineOf = (row: Row): Row => Object.fromEntries(ENRICHED_FIELDS.map((f) => [f, row[f] ?? null]))
 
-/**
- * A create's baseline, stored on the task it inserts: the fields it sets. A task created in
- * the Inbox has no `project_id` yet (the INSERT looks the Inbox up) and the queue fills it in
- * later: a second Inbox lookup in the create's INSERT cost more than the rest of the request
- * (~0.17 ms of the embedded database's one thread, against ~0.07 ms for this column).
- */
-export const createdBaseline = (row: Row): Row =>
-  Object.fromEntries(ENRICHED_FIELDS.filter((f) => f in row).map((f) => [f, row[f] ?? null]))
-
 /** A field whose value moved since the request was changed by the user: enrichment leaves it. */
 export const userChanged = (baseline: Row, current: Row, field: EnrichedField) =>
   !sameValue(baseline[field] ?? null, current[field] ?? null)

@@ -1,5 +1,4 @@
 import * as SqlClient from "@effect/sql/SqlClient"
-import type { Fragment } from "@effect/sql/Statement"
 import { Clock, Duration, Effect, Queue, Ref } from "effect"
 import { baselineOf } from "../domain/AiEnrichment.js"
 import type { Row } from "../domain/Json.js"
@@ -36,31 +35,22 @@ export class EnrichmentQueue extends Effect.Service<EnrichmentQueue>()("steady/E
     /** When this instance last queued a request: the worker holds back while creates stream in. */
     const lastQueued = yield* Ref.make(0)
 
-    /** A pending queue row, as the column list and a SELECT. */
-    const queueRow = (task: { readonly id: Fragment; readonly userId: number; readonly baseline: Fragment }, sourceTitle: string, now: Date) => {
-      const at = now.toISOString()
-      return sql`(task_id, user_id, state, attempts, next_attempt_at, source_title, baseline, created_at, updated_at)
-        SELECT ${task.id}, ${task.userId}, 'pending', 0, ${at}::timestamptz, ${sourceTitle}, ${task.baseline},
-               ${at}::timestamptz, ${at}::timestamptz`
-    }
-
     const noteQueued = Effect.flatMap(Clock.currentTimeMillis, (now) => Ref.set(lastQueued, now))
 
     /**
      * A create's request is the task row itself (migration 0021): `enrichment_status`
-     * 'pending' and `enrichment_baseline` (`createdBaseline`). This moves up to `limit` of
-     * them, oldest first, into the queue (a pending row due at the task's creation), so `claim`
-     * can lease them; a baseline without `project_id` was created in the owner's Inbox, which
-     * never changes. Another instance promoting the same task at once inserts nothing (ON
+     * 'pending' and `enrichment_baseline`. This moves up to `limit` of them, oldest first,
+     * into the queue (a pending row due at the task's creation), so `claim` can lease them; a
+     * baseline whose `project_id` is null was created in the owner's Inbox, which never
+     * changes. Another instance promoting the same task at once inserts nothing (ON
      * CONFLICT); a task already queued (a reprocess) is left.
      */
     const promote = (limit: number) =>
       sql`
         INSERT INTO ai_enrichment_queue (task_id, user_id, state, attempts, next_attempt_at, source_title, baseline, created_at, updated_at)
         SELECT t.id, t.user_id, 'pending', 0, t.created_at, t.original_title,
-          CASE WHEN t.enrichment_baseline ? 'project_id' THEN t.enrichment_baseline
-            ELSE t.enrichment_baseline || jsonb_build_object('project_id',
-              (SELECT p.id FROM projects p WHERE p.owner_id = t.user_id AND p.is_inbox)) END,
+          t.enrichment_baseline || jsonb_build_object('project_id', COALESCE((t.enrichment_baseline->>'project_id')::integer,
+            (SELECT p.id FROM projects p WHERE p.owner_id = t.user_id AND p.is_inbox))),
           t.created_at, t.created_at
         FROM tasks t
         WHERE t.enrichment_status = 'pending' AND t.enrichment_baseline IS NOT NULL
@@ -69,16 +59,13 @@ export class EnrichmentQueue extends Effect.Service<EnrichmentQueue>()("steady/E
         ON CONFLICT (task_id) DO NOTHING`
 
     /** Re-queues enrichment of an existing `task` from `sourceTitle`, inside the caller's transaction. */
-    const requeue = (task: Row, sourceTitle: string, now: Date) =>
-      sql`
+    const requeue = (task: Row, sourceTitle: string, now: Date) => {
+      const at = now.toISOString()
+      return sql`
         WITH queued AS (
-          INSERT INTO ai_enrichment_queue ${
-  queueRow(
-    { id: sql`${Number(task.id)}::integer`, userId: Number(task.user_id), baseline: sql`${JSON.stringify(baselineOf(task))}::jsonb` },
-    sourceTitle,
-    now
-  )
-}
+          INSERT INTO ai_enrichment_queue (task_id, user_id, state, attempts, next_attempt_at, source_title, baseline, created_at, updated_at)
+          VALUES (${Number(task.id)}, ${Number(task.user_id)}, 'pending', 0, ${at}::timestamptz, ${sourceTitle},
+            ${JSON.stringify(baselineOf(task))}::jsonb, ${at}::timestamptz, ${at}::timestamptz)
           ON CONFLICT (task_id) DO UPDATE SET state = 'pending', attempts = 0, next_attempt_at = EXCLUDED.next_attempt_at,
             lease_until = NULL, source_title = EXCLUDED.source_title, baseline = EXCLUDED.baseline, last_error = NULL,
             updated_at = EXCLUDED.updated_at
@@ -88,6 +75,7 @@ export class EnrichmentQueue extends Effect.Service<EnrichmentQueue>()("steady/E
         Effect.zipRight(noteQueued),
         Effect.orDie
       )
+    }
 
     const claim = (limit: number, now: Date) => {
       const at = now.toISOString()

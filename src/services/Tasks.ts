@@ -5,7 +5,7 @@ import type { JsonValue } from "../domain/Json.js"
 import type { TaskCreate, TaskPatch } from "../domain/Task.js"
 import type { Row } from "../domain/Json.js"
 import type { PeriodSettings } from "../domain/QuotaPeriods.js"
-import { createdBaseline, shouldEnrich } from "../domain/AiEnrichment.js"
+import { baselineOf, shouldEnrich } from "../domain/AiEnrichment.js"
 import { projectRefusal } from "../domain/Project.js"
 import { isQuota, newTaskRow, patchTaskRow, visibleFields } from "../domain/TaskRules.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
@@ -79,7 +79,10 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
           }
           const inserted = yield* tx.insertAtCommit(
             TasksTable,
-            enrich ? { ...row, enrichment_baseline: createdBaseline(row) } : row,
+            // A create in the Inbox has no project_id yet (the INSERT looks it up): the baseline's
+            // null is filled in when the request is queued, as a second lookup here cost more
+            // than the rest of the request (~0.17 ms of the embedded database's one thread).
+            enrich ? { ...row, enrichment_baseline: baselineOf(row) } : row,
             projectId === undefined ? { project_id: sql`(SELECT id FROM projects WHERE owner_id = ${user.id} AND is_inbox)` } : {}
           )
           if (enrich) yield* enrichment.noteQueued
