@@ -198,12 +198,27 @@ export const withExec = async <A>(fresh: FreshDatabase, use: (exec: Exec) => Pro
   }
 }
 
+/**
+ * The V8 flags `npm start` gives the service (package.json's start script), so the bench runs
+ * the process a user runs (an earlier build of `BENCH_BEFORE_DIST` too, so both run alike).
+ */
+export const serviceNodeFlags = (): ReadonlyArray<string> => {
+  const start: string = JSON.parse(Fs.readFileSync(Path.join(ROOT, "package.json"), "utf8")).scripts.start
+  const command = /\bnode\s+(.*?)\s*dist\/src\/main\.js/.exec(start)
+  if (command === null) throw new Error(`package.json's start script does not run dist/src/main.js: ${start}`)
+  return command[1]!.split(/\s+/).filter((flag) => flag !== "")
+}
+
 export const startOurs = async (env: Record<string, string>, dist = Path.join(ROOT, "dist")) => {
   const port = await freePort()
   return startServer({
     name: dist === Path.join(ROOT, "dist") ? "steady" : "steady-before",
     // Flags Node refuses in NODE_OPTIONS (--cpu-prof) go on the command line.
-    args: [...(process.env.BENCH_SERVICE_NODE_ARGS?.split(" ").filter((a) => a !== "") ?? []), Path.join(dist, "src/main.js")],
+    args: [
+      ...serviceNodeFlags(),
+      ...(process.env.BENCH_SERVICE_NODE_ARGS?.split(" ").filter((a) => a !== "") ?? []),
+      Path.join(dist, "src/main.js")
+    ],
     env: childEnv({ ...env, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn" }),
     port,
     healthPath: "/api/health",
