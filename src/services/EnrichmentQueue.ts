@@ -35,7 +35,19 @@ export class EnrichmentQueue extends Effect.Service<EnrichmentQueue>()("steady/E
     /** When this instance last queued a request: the worker holds back while creates stream in. */
     const lastQueued = yield* Ref.make(0)
 
-    const noteQueued = Effect.flatMap(Clock.currentTimeMillis, (now) => Ref.set(lastQueued, now))
+    const busyWindowMs = Duration.toMillis(tuning.enrichmentBusyWindow)
+
+    /**
+     * Records a request queued now. True when none was queued within the busy window before
+     * it: the worker may then be waiting out its poll, and the caller wakes it after the
+     * commit. During a burst the worker paces itself (one request per pace, then a poll) and
+     * finds the rest without a wake-up; waking it on every create cost each create a turn of
+     * its loop and a timer.
+     */
+    const noteQueued = Effect.flatMap(
+      Clock.currentTimeMillis,
+      (now) => Ref.modify(lastQueued, (last): [boolean, number] => [now - last >= busyWindowMs, now])
+    )
 
     /**
      * A create's request is the task row itself (migration 0021): `enrichment_status`

@@ -66,6 +66,7 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
       // Requested on the task row itself, in the same statement (durable); queued and enriched
       // in the background (issue 11).
       const enrich = enrichment.enabled && shouldEnrich(input)
+      let wakeWorker = false
       return mutations.run({ user, action: "create" }, (tx) =>
         Effect.gen(function*() {
           const projectId = input.project_id === undefined ? undefined : yield* usableProject(user, input.project_id)
@@ -85,12 +86,12 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
             enrich ? { ...row, enrichment_baseline: baselineOf(row) } : row,
             projectId === undefined ? { project_id: sql`(SELECT id FROM projects WHERE owner_id = ${user.id} AND is_inbox)` } : {}
           )
-          if (enrich) yield* enrichment.noteQueued
+          if (enrich) wakeWorker = yield* enrichment.noteQueued
           tx.emit({ event: "task.created", taskId: inserted.row.id as number, data: { task: inserted.wire as JsonValue } })
           tx.count("tasks_created")
           tx.describe(`Created ${quoted(inserted.row.title)}`)
           return inserted.wire
-        })).pipe(Effect.tap(() => (enrich ? enrichment.wake : Effect.void)))
+        })).pipe(Effect.tap(() => (wakeWorker ? enrichment.wake : Effect.void)))
     }
 
     /**
