@@ -4,11 +4,14 @@
  * database migrated by the service, then times pages of 50 and 1,000 tasks through the
  * service's own SQL client, interleaved, and prints µs a task over a page that renders only
  * ids:
- *   - before:  row_to_json over a declared row type in PL/pgSQL, a call per row (migration
- *              0008's steady_task_wire, recreated here under another name);
- *   - list:    steady_tasks_wire(rows), what the task lists and the trash now run;
- *   - inline:  the inlinable steady_task_wire_text in the caller's statement;
- *   - node:    typed columns (timestamps as epoch milliseconds) encoded in Node.
+ *   - before:   row_to_json over a declared row type in PL/pgSQL, a call per row (migration
+ *               0008's steady_task_wire, recreated here under another name);
+ *   - computed: the columns concatenated into JSON text (migration 0014's steady_task_wire_text,
+ *               now `steady_task_wire_of` over the columns): what lists ran until migration
+ *               0022, and what each write now pays once for the row it writes;
+ *   - stored:   the stored `tasks.wire_text` aggregated (`wireArray`), what lists, the trash
+ *               and single reads run since migration 0022;
+ *   - node:     typed columns (timestamps as epoch milliseconds) encoded in Node.
  * Every variant's text is checked to be the same bytes as `before` first.
  *
  * Environment: BENCH_DATABASES (postgres,embedded), BENCH_PG_URL, RENDER_ITERATIONS (200).
@@ -33,6 +36,12 @@ const beforeDefinition = (): Array<string> => {
   const fn = read("0008_ai.sql").match(/CREATE OR REPLACE FUNCTION steady_task_wire\(t tasks\)[\s\S]*?END \$\$;/)![0]
   return [type.replace(/\n\);$/, ",\n  enrichment_status text\n);"), fn]
     .map((s) => s.replaceAll("steady_task_wire_row", "bench_wire_row_before").replace("steady_task_wire(", "bench_wire_before("))
+}
+
+/** The columns the generated `wire_text` is computed from, as migration 0022 lists them. */
+const wireOfColumns = (): string => {
+  const migration = Fs.readFileSync(Path.join(ROOT, "migrations", "0022_stored_task_wire.sql"), "utf8")
+  return migration.match(/GENERATED ALWAYS AS \(steady_task_wire_of\(([\s\S]*?)\)\) STORED/)![1]!.trim()
 }
 
 const TIMESTAMPS = [
@@ -109,17 +118,18 @@ const measure = async (database: Database) => {
   for (const statement of beforeDefinition()) await exec(statement)
   await exec("ANALYZE tasks")
 
+  const wireOf = wireOfColumns().split(/,\s*/).map((column) => `p.${column}`).join(", ")
   const page = (n: number) => `(SELECT * FROM tasks t WHERE t.user_id = ${user.id} ORDER BY t.id LIMIT ${n})`
   const variants = {
     base: async (n: number) => (await exec(`SELECT COALESCE(json_agg(p.id ORDER BY p.id), '[]')::text AS body FROM ${page(n)} p`))[0]!.body,
     before: async (n: number) =>
       (await exec(`SELECT COALESCE(json_agg(bench_wire_before(p) ORDER BY p.id), '[]')::text AS body FROM ${page(n)} p`))[0]!.body,
-    list: async (n: number) =>
-      (await exec(`SELECT steady_tasks_wire(COALESCE(array_agg(p.task ORDER BY p.id), '{}')) AS body
-        FROM (SELECT t AS task, t.id FROM tasks t WHERE t.user_id = ${user.id} ORDER BY t.id LIMIT ${n}) p`))[0]!.body,
-    inline: async (n: number) =>
-      (await exec(`SELECT '[' || COALESCE(string_agg(steady_task_wire_text(p), ', ' ORDER BY p.id), '') || ']' AS body FROM ${page(n)} p`))[0]!
-        .body,
+    computed: async (n: number) =>
+      (await exec(`SELECT '[' || COALESCE(string_agg(steady_task_wire_of(${wireOf}), ', ' ORDER BY p.id), '') || ']' AS body
+        FROM ${page(n)} p`))[0]!.body,
+    stored: async (n: number) =>
+      (await exec(`SELECT '[' || COALESCE(string_agg(p.wire_text, ', ' ORDER BY p.id), '') || ']' AS body
+        FROM (SELECT t.wire_text, t.id FROM tasks t WHERE t.user_id = ${user.id} ORDER BY t.id LIMIT ${n}) p`))[0]!.body,
     node: async (n: number) => encodeNode(await exec(`SELECT ${NODE_COLUMNS} FROM ${page(n)} t ORDER BY t.id`))
   } as const
   const lines: Array<string> = []
@@ -144,7 +154,7 @@ const measure = async (database: Database) => {
     const base = median(times.base!)
     const perTask = (name: string) => ((median(times[name]!) - base) * 1000 / n).toFixed(1)
     lines.push(
-      `render ${database} ${n} tasks: µs/task before ${perTask("before")}, list ${perTask("list")}, inline ${perTask("inline")}, ` +
+      `render ${database} ${n} tasks: µs/task before ${perTask("before")}, computed ${perTask("computed")}, stored ${perTask("stored")}, ` +
         `node ${perTask("node")} (page of ids ${base.toFixed(2)} ms)`
     )
   }

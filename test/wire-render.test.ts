@@ -95,4 +95,18 @@ describe("task rendering", () => {
           WHERE t.user_id = ${user.id} AND t.deleted_at IS NULL ORDER BY t.id`)
     for (const { id, old } of ids) expect((await user.api.get(`/api/tasks/${id}`)).text).toBe(old)
   })
+
+  // Migration 0022: the wire text is a stored generated column. PostgreSQL computes it on every
+  // write, so it follows a change made by any path, and nothing can write a stale one.
+  it("stores the wire text with the row: it follows every write and cannot be set", async () => {
+    const task = await createTask(user.api, { title: "stored", due_at: "2026-11-04T09:00:00.000Z" })
+    expect((await user.api.patch(`/api/tasks/${task.id}`, { title: "stored, then edited", labels: ["x"] })).status).toBe(200)
+    await query(service, (sql) => sql`UPDATE tasks SET priority = 2 WHERE id = ${task.id}`)
+    const [row] = await query<{ stored: string; old: string }>(service, (sql) =>
+      sql`SELECT t.wire_text AS stored, old_task_wire(t)::text AS old FROM tasks t WHERE t.id = ${task.id}`)
+    expect(row!.stored).toBe(row!.old)
+    expect(JSON.parse(row!.stored)).toMatchObject({ title: "stored, then edited", labels: ["x"], priority: 2 })
+    await expect(query(service, (sql) => sql`UPDATE tasks SET wire_text = '{}' WHERE id = ${task.id}`)).rejects.toThrow()
+    expect((await user.api.get(`/api/tasks/${task.id}`)).body.data.priority).toBe(2)
+  })
 })

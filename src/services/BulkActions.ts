@@ -10,7 +10,7 @@ import type { CurrentUserShape } from "./CurrentUser.js"
 import { DatabaseMaintenance } from "./DatabaseMaintenance.js"
 import { Mutations, type Tx } from "./Mutations.js"
 import { Quotas } from "./Quotas.js"
-import { normalizeRow, TasksTable } from "./Tables.js"
+import { normalizeRow, taskRowJson, TasksTable } from "./Tables.js"
 import { TaskLifecycle } from "./TaskLifecycle.js"
 import { TaskQueries } from "./TaskQueries.js"
 
@@ -33,7 +33,7 @@ export class BulkActions extends Effect.Service<BulkActions>()("steady/BulkActio
     /** The visible rows among `ids`, locked, in id order. */
     const lockMany = (user: CurrentUserShape, ids: ReadonlyArray<number>) =>
       sql<{ row: Record<string, unknown> }>`
-        SELECT to_jsonb(t) AS row FROM tasks t
+        SELECT ${sql.literal(taskRowJson)} AS row FROM tasks t
         WHERE t.id IN ${sql.in([...ids])} AND ${queries.visible(user.id)}
         ORDER BY t.id FOR UPDATE OF t`.pipe(
         Effect.map((rows) => rows.map((r) => normalizeRow(TasksTable, r.row))),
@@ -125,7 +125,7 @@ export class BulkActions extends Effect.Service<BulkActions>()("steady/BulkActio
         Effect.gen(function*() {
           const counts = emptyCounts()
           const overdue = yield* Effect.orDie(sql<{ row: Record<string, unknown> }>`
-            SELECT to_jsonb(t) AS row FROM tasks t WHERE ${queries.overdue(user.id, tx.now)}
+            SELECT ${sql.literal(taskRowJson)} AS row FROM tasks t WHERE ${queries.overdue(user.id, tx.now)}
             ORDER BY t.id FOR UPDATE OF t`)
           const rows = overdue.map((r) => normalizeRow(TasksTable, r.row))
           const urgent = rows.filter((r) => Number(r.priority) >= URGENT)

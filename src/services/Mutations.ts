@@ -7,7 +7,7 @@ import { type JsonValue, type Row, sameValue } from "../domain/Json.js"
 import { localDate } from "../domain/LocalTime.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { now as clockNow } from "./ServiceClock.js"
-import { normalizeRow, normalizeValue, sqlCast, sqlParam, type TableSpec } from "./Tables.js"
+import { normalizeRow, normalizeValue, rowJsonSql, sqlCast, sqlParam, type TableSpec } from "./Tables.js"
 import { deliveryWrites } from "./Webhooks.js"
 import { ChangeWakeup } from "./ChangeWakeup.js"
 import { CHANGES_CHANNEL, changesInsert, entriesOf } from "./ChangeLog.js"
@@ -190,7 +190,7 @@ interface Deferred {
  */
 const normalizedRowSql = (table: TableSpec) => {
   const timestamps = Object.entries(table.columns).filter(([, kind]) => kind === "ts").map(([column]) => column)
-  const row = `to_jsonb(${table.name})`
+  const row = rowJsonSql(table, table.name)
   return timestamps.length === 0
     ? row
     : `${row} || jsonb_build_object(${timestamps.map((c) => `'${c}', steady_iso(${table.name}.${c})`).join(", ")})`
@@ -219,7 +219,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
 
     const lockRow = (table: TableSpec, id: number) =>
       sql.unsafe<{ row: Record<string, unknown> }>(
-        `SELECT to_jsonb(t) AS row FROM ${table.name} t WHERE id = $1 FOR UPDATE`,
+        `SELECT ${rowJsonSql(table, "t")} AS row FROM ${table.name} t WHERE id = $1 FOR UPDATE`,
         [id]
       ).pipe(Effect.map((rows) => rows[0] === undefined ? undefined : normalizeRow(table, rows[0].row)))
 
@@ -258,7 +258,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
             checkColumns(table, values)
             const { casts, columns, params } = placeholders(table, values, 1)
             const rows = yield* sql.unsafe<{ row: Record<string, unknown> }>(
-              `INSERT INTO ${table.name} (${columns.join(", ")}) VALUES (${casts.join(", ")}) RETURNING to_jsonb(${table.name}) AS row`,
+              `INSERT INTO ${table.name} (${columns.join(", ")}) VALUES (${casts.join(", ")}) RETURNING ${rowJsonSql(table, table.name)} AS row`,
               params
             )
             const row = normalizeRow(table, rows[0]!.row)
@@ -283,7 +283,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
             const withInsert = also === undefined || insert === undefined
               ? ""
               : `WITH inserted AS (INSERT INTO ${also.table.name} (${insert.columns.join(", ")}) VALUES (${insert.casts.join(", ")})
-                 RETURNING to_jsonb(${also.table.name}) AS row) `
+                 RETURNING ${rowJsonSql(also.table, also.table.name)} AS row) `
             const returning = [
               ...(wire ? [`${wireOf(table)} AS wire`] : []),
               ...(also === undefined ? [] : ["(SELECT row FROM inserted) AS inserted"])

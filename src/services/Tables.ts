@@ -16,7 +16,16 @@ export interface TableSpec {
   readonly wire?: string
   /** The same rendering as compact JSON text (`json`), to splice into frozen webhook bodies. */
   readonly wireText?: string
+  /** Columns PostgreSQL computes itself (generated): never written, and left out of the rows read. */
+  readonly generated?: ReadonlyArray<string>
 }
+
+/**
+ * A row of `table` under `alias` as jsonb, without its generated columns: the pipeline's
+ * rows hold what can be written (the undo log writes them back), not the task's stored wire text.
+ */
+export const rowJsonSql = (table: TableSpec, alias: string) =>
+  [`to_jsonb(${alias})`, ...(table.generated ?? []).map((column) => `'${column}'`)].join(" - ")
 
 const taskColumns = {
   user_id: "int",
@@ -79,8 +88,13 @@ export const TasksTable: TableSpec = {
   columns: taskColumns,
   touch: "updated_at",
   wire: "steady_task_json",
-  wireText: "steady_task_wire"
+  wireText: "steady_task_wire",
+  // Migration 0022: the task's wire JSON, stored with the row.
+  generated: ["wire_text"]
 }
+
+/** A task row `t` as jsonb, as the pipeline reads it (`rowJsonSql`). */
+export const taskRowJson = rowJsonSql(TasksTable, "t")
 
 export const ProjectsTable: TableSpec = {
   name: "projects",

@@ -9,8 +9,8 @@ import { startOfLocalDay, startOfNextLocalDay } from "../domain/LocalTime.js"
 import { type Page, pageOf } from "../domain/QueryParams.js"
 import type { TaskListQuery } from "../domain/Task.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
-import { normalizeRow, TasksTable } from "./Tables.js"
-import { inSharedProject, isOpen, isOverdue, isQuota } from "./WireSql.js"
+import { normalizeRow, taskRowJson, TasksTable } from "./Tables.js"
+import { inSharedProject, isOpen, isOverdue, isQuota, wireArray } from "./WireSql.js"
 
 /**
  * Reads of tasks. Lists and single tasks come back as JSON text built by the database
@@ -31,12 +31,11 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
     const visible = (userId: number): Fragment => sql`(t.user_id = ${userId} OR ${inSharedProject(sql, "t.project_id")})`
 
     /**
-     * `{data: {tasks, count}}` for a page aggregated from `tasks` rows, as the text
-     * json_build_object wrote before: the tasks render in one `steady_tasks_wire` call, which
-     * keeps its plan for the connection, where a call per row cost several times as much.
+     * `{data: {tasks, count}}` for a page of stored wire texts, as the text json_build_object
+     * wrote before; `tasks` is the page's array text (`wireArray`).
      */
-    const pageBody = (rows: Fragment): Fragment =>
-      sql`'{"data" : {"tasks" : ' || steady_tasks_wire(COALESCE(${rows}, '{}')) || ', "count" : ' || count(*) || '}}'`
+    const pageBody = (tasks: Fragment): Fragment =>
+      sql`'{"data" : {"tasks" : ' || ${tasks} || ', "count" : ' || count(*) || '}}'`
 
     const filters = (query: TaskListQuery, userId: number, now: Date): Array<Fragment> => {
       const out: Array<Fragment> = []
@@ -78,9 +77,9 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
      * driven from the shared projects, one index walk per project (`LATERAL ... LIMIT`), so
      * it reads nothing when no project is shared and never walks other users' tasks in
      * due order looking for shared ones — the plan an unanalyzed database picked for a
-     * plain `project_id IN (...)`. The rows travel as whole-row values to
-     * `steady_tasks_wire`: joining the page back to `tasks` by id instead lets the planner
-     * pick a hash join over the whole table for pages of a few hundred.
+     * plain `project_id IN (...)`. The rows carry their stored wire text: joining the page
+     * back to `tasks` by id instead lets the planner pick a hash join over the whole table
+     * for pages of a few hundred.
      */
     const listJson = (user: CurrentUserShape, query: TaskListQuery, now: Date) => {
       const { limit, offset } = pageOf(query)
@@ -89,7 +88,7 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
       const shared = query.overdue === true
         ? sql``
         : sql`UNION ALL (SELECT s.task, s.due_at, s.id FROM projects p CROSS JOIN LATERAL (
-               SELECT t AS task, t.due_at, t.id FROM tasks t
+               SELECT t.wire_text AS task, t.due_at, t.id FROM tasks t
                WHERE t.project_id = p.id AND t.user_id <> ${user.id} AND ${where}
                ORDER BY t.due_at, t.id LIMIT ${window}) s
              WHERE p.shared
@@ -97,18 +96,21 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
       return sql<{ body: string }>`
         WITH page AS (
           SELECT * FROM (
-            (SELECT t AS task, t.due_at, t.id FROM tasks t WHERE t.user_id = ${user.id} AND ${where}
+            (SELECT t.wire_text AS task, t.due_at, t.id FROM tasks t WHERE t.user_id = ${user.id} AND ${where}
              ORDER BY t.due_at, t.id LIMIT ${window})
             ${shared}
           ) merged ORDER BY due_at, id LIMIT ${limit} OFFSET ${offset}
         )
-        SELECT ${pageBody(sql`array_agg(page.task ORDER BY page.due_at, page.id)`)} AS body FROM page`.pipe(Effect.map((rows) => rows[0]!.body), Effect.orDie)
+        SELECT ${pageBody(wireArray(sql, "page.task", "page.due_at, page.id"))} AS body FROM page`.pipe(Effect.map((rows) => rows[0]!.body), Effect.orDie)
     }
 
-    /** `{data: Task}` as JSON text, or 404 when the caller cannot see it. */
+    /**
+     * `{data: Task}` as JSON text (the stored wire text in the envelope json_build_object
+     * wrote, without parsing it again), or 404 when the caller cannot see it.
+     */
     const getJson = (user: CurrentUserShape, id: number) =>
       sql<{ body: string }>`
-        SELECT json_build_object('data', steady_task_wire(t))::text AS body FROM tasks t
+        SELECT '{"data" : ' || t.wire_text || '}' AS body FROM tasks t
         WHERE t.id = ${id} AND ${visible(user.id)}`.pipe(
         Effect.orDie,
         Effect.flatMap((rows) => rows[0] === undefined ? Effect.fail(NotFound.of("Task")) : Effect.succeed(rows[0].body))
@@ -124,7 +126,7 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
     /** Locks a task the caller can see, for a mutation; 404 otherwise. */
     const lockVisible = (user: CurrentUserShape, id: number) =>
       sql<{ row: Record<string, unknown> }>`
-        SELECT to_jsonb(t) AS row FROM tasks t WHERE t.id = ${id} AND ${visible(user.id)} FOR UPDATE OF t`.pipe(
+        SELECT ${sql.literal(taskRowJson)} AS row FROM tasks t WHERE t.id = ${id} AND ${visible(user.id)} FOR UPDATE OF t`.pipe(
         Effect.orDie,
         Effect.flatMap((rows) =>
           rows[0] === undefined ? Effect.fail(NotFound.of("Task")) : Effect.succeed(normalizeRow(TasksTable, rows[0].row) as Row)
@@ -137,7 +139,7 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
      */
     const lockForWrite = (user: CurrentUserShape, id: number) =>
       sql<{ row: Record<string, unknown>; timezone: string; week_start: WeekStartDay | null }>`
-        SELECT to_jsonb(t) AS row, u.timezone, u.preferences->>'week_start' AS week_start
+        SELECT ${sql.literal(taskRowJson)} AS row, u.timezone, u.preferences->>'week_start' AS week_start
         FROM tasks t JOIN users u ON u.id = t.user_id
         WHERE t.id = ${id} AND ${visible(user.id)} FOR UPDATE OF t`.pipe(
         Effect.orDie,
@@ -170,11 +172,11 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
     const trashJson = (user: CurrentUserShape, page: Page) =>
       sql<{ body: string }>`
         WITH trash AS (
-          SELECT t AS task, t.deleted_at, t.id FROM tasks t
+          SELECT t.wire_text AS task, t.deleted_at, t.id FROM tasks t
           WHERE t.user_id = ${user.id} AND t.deleted_at IS NOT NULL
           ORDER BY t.deleted_at DESC, t.id DESC LIMIT ${page.limit} OFFSET ${page.offset}
         )
-        SELECT ${pageBody(sql`array_agg(trash.task ORDER BY trash.deleted_at DESC, trash.id DESC)`)} AS body FROM trash`.pipe(Effect.map((rows) => rows[0]!.body), Effect.orDie)
+        SELECT ${pageBody(wireArray(sql, "trash.task", "trash.deleted_at DESC, trash.id DESC"))} AS body FROM trash`.pipe(Effect.map((rows) => rows[0]!.body), Effect.orDie)
 
     /** A project the caller may file tasks in: their own or a shared one. */
     const projectUsable = (user: CurrentUserShape, projectId: number) =>

@@ -4,7 +4,7 @@ import { growthItem, staleTargetAge, type TriageTask } from "../domain/Triage.js
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { now as clockNow } from "./ServiceClock.js"
 import { TaskQueries } from "./TaskQueries.js"
-import { isNotQuota, isOpen } from "./WireSql.js"
+import { isNotQuota, isOpen, wireArray } from "./WireSql.js"
 
 /** GET /api/process: read-only, rule-based, only the caller's own open tasks, never reminders or quotas. */
 export class Triage extends Effect.Service<Triage>()("steady/Triage", {
@@ -38,7 +38,7 @@ export class Triage extends Effect.Service<Triage>()("steady/Triage", {
         const now = yield* clockNow
         const inboxId = yield* queries.inboxOf(user.id)
         const [inbox] = yield* Effect.orDie(sql<{ tasks: string }>`
-          SELECT steady_tasks_wire(COALESCE(array_agg(t ORDER BY t.created_at, t.id), '{}')) AS tasks FROM tasks t
+          SELECT ${wireArray(sql, "t.wire_text", "t.created_at, t.id")} AS tasks FROM tasks t
           WHERE ${own(user.id)} AND t.project_id = ${inboxId}`)
         const candidates = yield* Effect.orDie(sql<TriageTask>`
           SELECT t.id, t.horizon, steady_iso(t.horizon_set_at) AS horizon_set_at, steady_iso(t.created_at) AS created_at,
