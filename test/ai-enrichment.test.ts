@@ -282,18 +282,26 @@ describe("a request the worker has not picked up yet", () => {
       query<{ n: number }>(service, (sql) => sql`SELECT count(*)::int AS n FROM ai_enrichment_queue WHERE task_id = ${created.id}`)
     expect((await queued())[0]!.n).toBe(0)
     expect((await user.api.get("/api/ai/status")).body.data.pending_enrichments).toBe(2)
+    // The create sends no baseline: the row is its own until the first update keeps it.
+    const baseline = async () =>
+      (await query<{ baseline: Record<string, unknown> | null }>(service, (sql) =>
+        sql`SELECT enrichment_baseline AS baseline FROM tasks WHERE id = ${created.id}`))[0]!.baseline
+    expect(await baseline()).toBeNull()
     const edit = await user.api.patch(`/api/tasks/${created.id}`, { title: "Buy stamps today", priority: 4 })
     expect(edit.body.data.enrichment_status).toBe("pending")
     expect((await queued())[0]!.n).toBe(0)
+    expect(await baseline()).toMatchObject({ title: "buy stamps", priority: 0, notes: "the blue ones", labels: [], due_at: null })
+    // A second edit leaves the baseline as created.
+    expect((await user.api.patch(`/api/tasks/${created.id}`, { labels: ["mine"] })).status).toBe(200)
+    expect(await baseline()).toMatchObject({ title: "buy stamps", labels: [] })
 
     const task = await waitForStatus(user.api, created.id, "done", 20_000)
-    // The user's title and priority stay; labels and notes, untouched since the create, take
+    // The user's title, priority and labels stay; the notes, untouched since the create, take
     // the model's answer. The model was asked about the title as created.
-    expect(task).toMatchObject({ title: "Buy stamps today", priority: 4, labels: ["model"], notes: "from the model", original_title: "buy stamps" })
+    expect(task).toMatchObject({ title: "Buy stamps today", priority: 4, labels: ["mine"], notes: "from the model", original_title: "buy stamps" })
     expect(fake.requests.map(rawTitle)).toContain("buy stamps")
     expect(fake.requests.map(rawTitle)).not.toContain("Buy stamps today")
-    const [left] = await query<{ baseline: unknown }>(service, (sql) => sql`SELECT enrichment_baseline AS baseline FROM tasks WHERE id = ${created.id}`)
-    expect(left!.baseline).toBeNull()
+    expect(await baseline()).toBeNull()
   })
 })
 

@@ -50,22 +50,25 @@ export class EnrichmentQueue extends Effect.Service<EnrichmentQueue>()("steady/E
     )
 
     /**
-     * A create's request is the task row itself (migration 0021): `enrichment_status`
-     * 'pending' and `enrichment_baseline`. This moves up to `limit` of them, oldest first,
-     * into the queue (a pending row due at the task's creation), so `claim` can lease them; a
-     * baseline whose `project_id` is null was created in the owner's Inbox, which never
-     * changes. Another instance promoting the same task at once inserts nothing (ON
-     * CONFLICT); a task already queued (a reprocess) is left.
+     * A create's request is the task row itself: `enrichment_status` 'pending' (migration
+     * 0021). Its baseline, the enriched fields as created, is the row as it is until the
+     * first update keeps it in `enrichment_baseline` (migration 0023). This moves up to `limit`
+     * requests, oldest first, into the queue (a pending row due at the task's creation), so
+     * `claim` can lease them. Another instance promoting the same task at once inserts nothing
+     * (ON CONFLICT); a task already queued (a reprocess, or a request queued by the code
+     * before 0021) is left. A baseline kept by the code of migration 0021 may lack the Inbox's
+     * id (a null `project_id`): the owner's Inbox, which never changes.
      */
     const promote = (limit: number) =>
       sql`
         INSERT INTO ai_enrichment_queue (task_id, user_id, state, attempts, next_attempt_at, source_title, baseline, created_at, updated_at)
         SELECT t.id, t.user_id, 'pending', 0, t.created_at, t.original_title,
-          t.enrichment_baseline || jsonb_build_object('project_id', COALESCE((t.enrichment_baseline->>'project_id')::integer,
-            (SELECT p.id FROM projects p WHERE p.owner_id = t.user_id AND p.is_inbox))),
+          CASE WHEN t.enrichment_baseline IS NULL THEN steady_enrichment_baseline(t)
+            ELSE t.enrichment_baseline || jsonb_build_object('project_id', COALESCE((t.enrichment_baseline->>'project_id')::integer,
+              (SELECT p.id FROM projects p WHERE p.owner_id = t.user_id AND p.is_inbox))) END,
           t.created_at, t.created_at
         FROM tasks t
-        WHERE t.enrichment_status = 'pending' AND t.enrichment_baseline IS NOT NULL
+        WHERE t.enrichment_status = 'pending'
           AND NOT EXISTS (SELECT 1 FROM ai_enrichment_queue q WHERE q.task_id = t.id)
         ORDER BY t.id LIMIT ${limit}
         ON CONFLICT (task_id) DO NOTHING`

@@ -5,7 +5,7 @@ import type { JsonValue } from "../domain/Json.js"
 import type { TaskCreate, TaskPatch } from "../domain/Task.js"
 import type { Row } from "../domain/Json.js"
 import type { PeriodSettings } from "../domain/QuotaPeriods.js"
-import { baselineOf, shouldEnrich } from "../domain/AiEnrichment.js"
+import { shouldEnrich } from "../domain/AiEnrichment.js"
 import { projectRefusal } from "../domain/Project.js"
 import { isQuota, newTaskRow, patchTaskRow, visibleFields } from "../domain/TaskRules.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
@@ -78,12 +78,11 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
             ...(yield* periodWrites(quotas.settingsOf(user.id), undefined, base, tx.now)),
             ...(enrich ? { enrichment_status: "pending" } : {})
           }
+          // The request is the row's pending status: until the task changes, the row is the
+          // request's baseline too, and its first update keeps it (migration 0023).
           const inserted = yield* tx.insertAtCommit(
             TasksTable,
-            // A create in the Inbox has no project_id yet (the INSERT looks it up): the baseline's
-            // null is filled in when the request is queued, as a second lookup here cost more
-            // than the rest of the request (~0.17 ms of the embedded database's one thread).
-            enrich ? { ...row, enrichment_baseline: baselineOf(row) } : row,
+            row,
             projectId === undefined ? { project_id: sql`(SELECT id FROM projects WHERE owner_id = ${user.id} AND is_inbox)` } : {}
           )
           if (enrich) wakeWorker = yield* enrichment.noteQueued
