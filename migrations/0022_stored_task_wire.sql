@@ -122,3 +122,6 @@ ALTER TABLE tasks ADD COLUMN wire_text text GENERATED ALWAYS AS (steady_task_wir
 CREATE OR REPLACE FUNCTION steady_task_wire_text(t tasks) RETURNS text
 LANGUAGE sql STABLE PARALLEL SAFE
 AS $$ SELECT t.wire_text $$;
+
+-- Pages aggregate the stored texts themselves (WireSql.wireArray): the array form has no caller.
+DROP FUNCTION steady_tasks_wire(tasks[]);

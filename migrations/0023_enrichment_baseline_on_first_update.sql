@@ -5,8 +5,8 @@
 -- survive any edit made before the worker queues the request. EnrichmentQueue.promote takes the
 -- kept baseline, else the row. The trigger's WHEN is checked in C: other updates pay nothing.
 
--- The enriched fields of a task as the service writes a baseline (AiEnrichment.baselineOf):
--- timestamps as steady_iso text, the rest as stored.
+-- The enriched fields of a task (AiEnrichment.ENRICHED_FIELDS) as a baseline, for a create's
+-- request and a reprocess alike: timestamps as steady_iso text, the rest as stored.
 CREATE FUNCTION steady_enrichment_baseline(t tasks) RETURNS jsonb
 LANGUAGE sql STABLE PARALLEL SAFE
 AS $$ SELECT jsonb_build_object(

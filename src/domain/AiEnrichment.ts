@@ -19,9 +19,6 @@ export const shouldEnrich = (input: TaskCreate): boolean => {
 export const ENRICHED_FIELDS = ["project_id", "title", "priority", "labels", "notes", "due_at", "rrule", "recurrence_mode"] as const
 export type EnrichedField = typeof ENRICHED_FIELDS[number]
 
-/** The task's enrichable fields when the request is made (see `userChanged`). */
-export const baselineOf = (row: Row): Row => Object.fromEntries(ENRICHED_FIELDS.map((f) => [f, row[f] ?? null]))
-
 /** A field whose value moved since the request was changed by the user: enrichment leaves it. */
 export const userChanged = (baseline: Row, current: Row, field: EnrichedField) =>
   !sameValue(baseline[field] ?? null, current[field] ?? null)

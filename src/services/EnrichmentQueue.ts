@@ -1,6 +1,5 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Clock, Duration, Effect, Queue, Ref } from "effect"
-import { baselineOf } from "../domain/AiEnrichment.js"
 import type { Row } from "../domain/Json.js"
 import { afterCommit } from "./AfterCommit.js"
 import { AppConfig } from "./AppConfig.js"
@@ -73,14 +72,18 @@ export class EnrichmentQueue extends Effect.Service<EnrichmentQueue>()("steady/E
         ORDER BY t.id LIMIT ${limit}
         ON CONFLICT (task_id) DO NOTHING`
 
-    /** Re-queues enrichment of an existing `task` from `sourceTitle`, inside the caller's transaction. */
-    const requeue = (task: Row, sourceTitle: string, now: Date) => {
+    /**
+     * Re-queues enrichment of task `taskId` from `sourceTitle`, inside the caller's transaction;
+     * its baseline is the row as it is now (`steady_enrichment_baseline`, as for a create).
+     */
+    const requeue = (taskId: number, sourceTitle: string, now: Date) => {
       const at = now.toISOString()
       return sql`
         WITH queued AS (
           INSERT INTO ai_enrichment_queue (task_id, user_id, state, attempts, next_attempt_at, source_title, baseline, created_at, updated_at)
-          VALUES (${Number(task.id)}, ${Number(task.user_id)}, 'pending', 0, ${at}::timestamptz, ${sourceTitle},
-            ${JSON.stringify(baselineOf(task))}::jsonb, ${at}::timestamptz, ${at}::timestamptz)
+          SELECT t.id, t.user_id, 'pending', 0, ${at}::timestamptz, ${sourceTitle}, steady_enrichment_baseline(t),
+            ${at}::timestamptz, ${at}::timestamptz
+          FROM tasks t WHERE t.id = ${taskId}
           ON CONFLICT (task_id) DO UPDATE SET state = 'pending', attempts = 0, next_attempt_at = EXCLUDED.next_attempt_at,
             lease_until = NULL, source_title = EXCLUDED.source_title, baseline = EXCLUDED.baseline, last_error = NULL,
             updated_at = EXCLUDED.updated_at

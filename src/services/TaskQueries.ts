@@ -13,8 +13,9 @@ import { normalizeRow, taskRowJson, TasksTable } from "./Tables.js"
 import { inSharedProject, isOpen, isOverdue, isQuota, wireArray } from "./WireSql.js"
 
 /**
- * Reads of tasks. Lists and single tasks come back as JSON text built by the database
- * (`steady_tasks_wire`, `steady_task_wire`), so the hot paths neither decode rows nor re-encode them.
+ * Reads of tasks. Lists and single tasks come back as JSON text built by the database from
+ * the tasks' stored wire texts (`tasks.wire_text`), so the hot paths neither decode rows nor
+ * re-encode them.
  */
 export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueries", {
   effect: Effect.gen(function*() {

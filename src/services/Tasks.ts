@@ -158,7 +158,7 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
           const current = yield* queries.lockVisible(user, id)
           if (current.deleted_at !== null) return yield* Effect.fail(ValidationError.field("id", "Task is in the trash"))
           yield* tx.update(TasksTable, id, { enrichment_requested_at: tx.now.toISOString() })
-          if (enrichment.enabled) yield* enrichment.requeue(current, String(current.original_title), tx.now)
+          if (enrichment.enabled) yield* enrichment.requeue(Number(current.id), String(current.original_title), tx.now)
           tx.describe(`Queued ${quoted(current.title)} for enrichment`)
           return yield* queries.wire(id)
         })).pipe(Effect.tap(() => (enrichment.enabled ? enrichment.wake : Effect.void)))

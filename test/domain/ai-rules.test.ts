@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Either, FastCheck as fc } from "effect"
 import { checkInsights, chunksOf, oneLine, pickWhatsNext } from "../../src/domain/AiAnswers.js"
-import { baselineOf, planEnrichment, shouldEnrich, userChanged, wallTimeIn } from "../../src/domain/AiEnrichment.js"
+import { planEnrichment, shouldEnrich, userChanged, wallTimeIn } from "../../src/domain/AiEnrichment.js"
 import { instantOf } from "../../src/domain/LocalTime.js"
 
 /* Issue 11: the rules the AI helpers enforce in code, whatever the model answers. */
@@ -62,7 +62,7 @@ describe("planEnrichment", () => {
 
 describe("userChanged", () => {
   it("compares a field with its value when enrichment was requested", () => {
-    const base = baselineOf({ title: "a", labels: ["x"], priority: 0, due_at: null, project_id: 1, rrule: null, notes: "", recurrence_mode: "from_due" })
+    const base = { title: "a", labels: ["x"], priority: 0, due_at: null, project_id: 1, rrule: null, notes: "", recurrence_mode: "from_due" }
     expect(userChanged(base, { ...base, labels: ["x"] }, "labels")).toBe(false)
     expect(userChanged(base, { ...base, labels: ["x", "y"] }, "labels")).toBe(true)
     expect(userChanged(base, { ...base, title: "b" }, "title")).toBe(true)
