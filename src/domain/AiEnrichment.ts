@@ -1,6 +1,7 @@
 import { Either, Schema } from "effect"
 import { type Row, sameValue } from "./Json.js"
 import { instantOf } from "./LocalTime.js"
+import type { TaskRow } from "./Rows.js"
 import { Labels, Notes, Priority, RecurrenceMode, type TaskCreate, Title } from "./Task.js"
 
 /**
@@ -20,8 +21,8 @@ export const ENRICHED_FIELDS = ["project_id", "title", "priority", "labels", "no
 export type EnrichedField = typeof ENRICHED_FIELDS[number]
 
 /** A field whose value moved since the request was changed by the user: enrichment leaves it. */
-export const userChanged = (baseline: Row, current: Row, field: EnrichedField) =>
-  !sameValue(baseline[field] ?? null, current[field] ?? null)
+export const userChanged = (baseline: Row, current: Pick<TaskRow, EnrichedField>, field: EnrichedField) =>
+  !sameValue(baseline[field] ?? null, current[field])
 
 const typed = (jsonSchema: object, description: string) =>
   Schema.optional(Schema.Unknown.annotations({ jsonSchema: { ...jsonSchema, description } }))

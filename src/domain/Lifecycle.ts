@@ -1,7 +1,7 @@
 import { Either } from "effect"
 import { ValidationError } from "./Errors.js"
-import type { Row } from "./Json.js"
-import { advance, type RecurrenceMode } from "./Occurrences.js"
+import type { TaskRow, Writes } from "./Rows.js"
+import { advance } from "./Occurrences.js"
 import { isQuota } from "./TaskRules.js"
 
 /**
@@ -9,29 +9,29 @@ import { isQuota } from "./TaskRules.js"
  * normalises it: timestamps are ISO strings) to the writes they make.
  */
 
-export interface TaskState {
-  readonly done: boolean
-  readonly deleted_at: string | null
-  readonly archived_at: string | null
-  readonly due_at: string | null
-  readonly original_due_at: string | null
-  readonly rrule: string | null
-  readonly recurrence_mode: string
-  readonly anchor_time: string | null
-  readonly is_reminder: boolean
-  readonly is_tracked: boolean
-  readonly progress_target: number
-  readonly completion_count: number
-  readonly skip_count: number
-  readonly snooze_count: number
-  readonly first_completed_at: string | null
-  readonly last_completed_at: string | null
-  readonly title: string
-  readonly deadline_at: string | null
-  readonly series_start_at: string | null
-}
-
-export const stateOf = (row: Row): TaskState => row as unknown as TaskState
+/** The fields of a task row the transitions read. */
+export type TaskState = Pick<
+  TaskRow,
+  | "done"
+  | "deleted_at"
+  | "archived_at"
+  | "due_at"
+  | "original_due_at"
+  | "rrule"
+  | "recurrence_mode"
+  | "anchor_time"
+  | "is_reminder"
+  | "is_tracked"
+  | "progress_target"
+  | "completion_count"
+  | "skip_count"
+  | "snooze_count"
+  | "first_completed_at"
+  | "last_completed_at"
+  | "title"
+  | "deadline_at"
+  | "series_start_at"
+>
 
 const refuse = (message: string) => Either.left(ValidationError.of(message))
 
@@ -44,7 +44,7 @@ export const isRecurring = (t: TaskState) => t.rrule !== null && !isQuota(t)
 export const nextDue = (t: TaskState, zone: string, at: Date): Either.Either<Date | undefined, ValidationError> =>
   Either.mapLeft(
     advance(
-      { rule: t.rrule!, zone, anchorTime: t.anchor_time, mode: t.recurrence_mode as RecurrenceMode },
+      { rule: t.rrule!, zone, anchorTime: t.anchor_time, mode: t.recurrence_mode },
       t.due_at === null ? null : new Date(t.due_at),
       at,
       t.series_start_at === null ? null : new Date(t.series_start_at)
@@ -59,7 +59,7 @@ const openCheck = (t: TaskState, verb: string): Either.Either<void, ValidationEr
 }
 
 export interface DonePlan {
-  readonly writes: Row
+  readonly writes: Writes<TaskRow>
   readonly wasRecurring: boolean
   readonly nextDueAt: string | null
   /** The completion record's due dates. */
@@ -73,7 +73,7 @@ export const planDone = (t: TaskState, zone: string, now: Date): Either.Either<D
   const open = openCheck(t, "complete")
   if (Either.isLeft(open)) return Either.left(open.left)
   const at = now.toISOString()
-  const counts: Row = {
+  const counts: Writes<TaskRow> = {
     completion_count: t.completion_count + 1,
     first_completed_at: t.first_completed_at ?? at,
     last_completed_at: at,
@@ -125,10 +125,10 @@ export const planUndone = (
   t: TaskState,
   last: LastCompletion | undefined,
   previousCompletionAt: string | null
-): Either.Either<Row, ValidationError> => {
+): Either.Either<Writes<TaskRow>, ValidationError> => {
   if (isQuota(t)) return refuse("A quota's completions are its met periods; there is nothing to undo")
   if (t.deleted_at !== null) return refuse("Cannot reopen a task in the trash; restore it first")
-  const rollback: Row = {
+  const rollback: Writes<TaskRow> = {
     completion_count: Math.max(0, t.completion_count - 1),
     last_completed_at: previousCompletionAt,
     first_completed_at: t.completion_count <= 1 ? null : t.first_completed_at,
@@ -153,7 +153,7 @@ export const planUndone = (
 }
 
 export interface SkipPlan {
-  readonly writes: Row
+  readonly writes: Writes<TaskRow>
   readonly wasRecurring: boolean
   readonly nextDueAt: string | null
 }
@@ -196,7 +196,7 @@ export const planSnooze = (
   t: TaskState,
   until: Date,
   options: { readonly allowPastDeadline: boolean; readonly capAtDeadline: boolean }
-): Either.Either<Row, ValidationError> => {
+): Either.Either<Writes<TaskRow>, ValidationError> => {
   if (isQuota(t)) return refuse("A quota has no due date and cannot be snoozed")
   const open = openCheck(t, "snooze")
   if (Either.isLeft(open)) return Either.left(open.left)

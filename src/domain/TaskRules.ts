@@ -1,6 +1,6 @@
 import { Either } from "effect"
 import { ValidationError } from "./Errors.js"
-import type { JsonValue, Row } from "./Json.js"
+import type { TaskRow, Writes } from "./Rows.js"
 import { localParts, localTimeOfDay } from "./LocalTime.js"
 import { firstOccurrenceAt } from "./Occurrences.js"
 import { isBarePeriodRule, parseRule } from "./Recurrence.js"
@@ -15,7 +15,7 @@ export const isQuota = (t: { readonly progress_target: number; readonly is_track
 const iso = (d: Date | null | undefined): string | null => (d === null || d === undefined ? null : d.toISOString())
 
 /** anchor_time/dow/dom: where the due date sits on the user's local calendar. */
-export const anchorsOf = (due: string | null, zone: string): Row => {
+export const anchorsOf = (due: string | null, zone: string): Pick<TaskRow, "anchor_time" | "anchor_dow" | "anchor_dom"> => {
   if (due === null) return { anchor_time: null, anchor_dow: 0, anchor_dom: 0 }
   const at = new Date(due)
   const p = localParts(at, zone)
@@ -123,7 +123,7 @@ export interface FirstDue {
 export const newTaskRow = (
   input: TaskCreate,
   context: { readonly now: Date; readonly zone: string; readonly projectId: number; readonly userId: number }
-): Either.Either<Row, ValidationError> => {
+) => {
   const now = context.now.toISOString()
   const view: RuleView = {
     due_at: iso(input.due_at),
@@ -144,7 +144,7 @@ export const newTaskRow = (
       }),
       (checked) => Either.map(firstDue(checked, context.zone, context.now), (first) => ({ ...checked, first }))
     ),
-    ({ first, ...checked }): Row => {
+    ({ first, ...checked }) => {
       const title = input.title.trim()
       const autoTarget = checked.target_at === null && checked.deadline_at !== null
       return {
@@ -176,7 +176,7 @@ export const newTaskRow = (
         is_tracked: checked.is_tracked,
         progress_target: checked.progress_target,
         progress_period_start: null,
-        quota_prompt_config: (input.quota_prompt_config ?? null) as JsonValue,
+        quota_prompt_config: input.quota_prompt_config ?? null,
         created_at: now,
         updated_at: now
       }
@@ -195,7 +195,7 @@ export const visibleFields = (fields: ReadonlyArray<string>) => fields.filter((f
  * patch (and what they imply: anchors, set-at stamps) are written.
  */
 export const patchTaskRow = (
-  current: Row,
+  current: TaskRow,
   patch: TaskPatch,
   context: {
     readonly now: Date
@@ -203,26 +203,22 @@ export const patchTaskRow = (
     /** The series' wall time when the rule chose the due date (see FirstDue). */
     readonly anchorTime?: string | undefined
   }
-): Either.Either<Row, ValidationError> => {
+): Either.Either<Writes<TaskRow>, ValidationError> => {
   const now = context.now.toISOString()
-  const str = (v: JsonValue | undefined) => (typeof v === "string" ? v : null)
   const has = <K extends keyof TaskPatch>(k: K) => patch[k] !== undefined
   // An automatic target is derived from the deadline, so the deadline rule never refuses it:
   // it follows a moved deadline (below) instead.
-  const autoFollows = current.target_auto === true && !has("target_at")
+  const autoFollows = current.target_auto && !has("target_at")
   const view: RuleView = {
-    due_at: has("due_at") ? iso(patch.due_at) : str(current.due_at),
-    target_at: has("target_at") ? iso(patch.target_at) : autoFollows ? null : str(current.target_at),
-    deadline_at: has("deadline_at") ? iso(patch.deadline_at) : str(current.deadline_at),
-    rrule: has("rrule") ? (patch.rrule?.trim() ?? null) : str(current.rrule),
-    is_reminder: Boolean(current.is_reminder),
-    is_tracked: has("is_tracked") ? patch.is_tracked! : Boolean(current.is_tracked),
-    progress_target: has("progress_target") ? patch.progress_target! : Number(current.progress_target)
+    due_at: has("due_at") ? iso(patch.due_at) : current.due_at,
+    target_at: has("target_at") ? iso(patch.target_at) : autoFollows ? null : current.target_at,
+    deadline_at: has("deadline_at") ? iso(patch.deadline_at) : current.deadline_at,
+    rrule: has("rrule") ? (patch.rrule?.trim() ?? null) : current.rrule,
+    is_reminder: current.is_reminder,
+    is_tracked: has("is_tracked") ? patch.is_tracked! : current.is_tracked,
+    progress_target: has("progress_target") ? patch.progress_target! : current.progress_target
   }
-  const becameQuota = isQuota(view) && !isQuota({
-    progress_target: Number(current.progress_target),
-    is_tracked: Boolean(current.is_tracked)
-  })
+  const becameQuota = isQuota(view) && !isQuota(current)
   const checked = checkRules(view, {
     allowPastDeadline: patch.allow_past_deadline ?? false,
     capAtDeadline: patch.cap_at_deadline ?? false,
@@ -239,10 +235,12 @@ export const patchTaskRow = (
     }
   }
   const v = checked.right
-  const out: Row = {}
-  if (has("title")) out.title = patch.title!.trim()
-  // A short title never set apart from the title (it defaults to it) follows a rename.
-  if (has("title") && !has("short_title") && current.short_title === current.title) out.short_title = out.title
+  const out: Writes<TaskRow> = {}
+  if (has("title")) {
+    out.title = patch.title!.trim()
+    // A short title never set apart from the title (it defaults to it) follows a rename.
+    if (!has("short_title") && current.short_title === current.title) out.short_title = out.title
+  }
   if (has("short_title")) out.short_title = patch.short_title!.trim()
   if (has("priority")) out.priority = patch.priority!
   if (has("notes")) out.notes = patch.notes!
@@ -254,9 +252,9 @@ export const patchTaskRow = (
   if (has("progress_target")) out.progress_target = patch.progress_target!
   if (has("progress_current")) out.progress_current = patch.progress_current!
   if (has("is_tracked")) out.is_tracked = patch.is_tracked!
-  if (has("quota_prompt_config")) out.quota_prompt_config = (patch.quota_prompt_config ?? null) as JsonValue
+  if (has("quota_prompt_config")) out.quota_prompt_config = patch.quota_prompt_config ?? null
   if (has("rrule")) out.rrule = v.rrule
-  if (has("due_at") || v.due_at !== str(current.due_at)) {
+  if (has("due_at") || v.due_at !== current.due_at) {
     out.due_at = v.due_at
     Object.assign(out, anchorsOf(v.due_at, context.zone))
     if (context.anchorTime !== undefined) out.anchor_time = context.anchorTime
@@ -270,7 +268,7 @@ export const patchTaskRow = (
     out.series_start_at = recurring ? v.due_at : null
   }
   if (has("deadline_at")) out.deadline_at = v.deadline_at
-  if (has("target_at") || (!autoFollows && v.target_at !== str(current.target_at))) {
+  if (has("target_at") || (!autoFollows && v.target_at !== current.target_at)) {
     if (v.target_at === null && v.deadline_at !== null) {
       // Null on a deadline task means "back to automatic" (spec §4.3).
       out.target_at = v.deadline_at
@@ -284,7 +282,7 @@ export const patchTaskRow = (
         out.segment_targeted_at = v.target_at
       }
     }
-  } else if (has("deadline_at") && (current.target_auto === true || current.target_at === null)) {
+  } else if (has("deadline_at") && (current.target_auto || current.target_at === null)) {
     // A deadline on a task without an explicit target gives it an automatic one (CONTRACT §7).
     out.target_at = v.deadline_at
     out.target_auto = v.deadline_at !== null

@@ -2,7 +2,8 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Either } from "effect"
 import { type BulkCounts, type BulkEditPayload, emptyCounts, HIGH, URGENT } from "../domain/Bulk.js"
 import { ValidationError } from "../domain/Errors.js"
-import type { JsonValue, Row } from "../domain/Json.js"
+import type { JsonValue } from "../domain/Json.js"
+import type { TaskRow } from "../domain/Rows.js"
 import { canSeeProject, PROJECT_NOT_FOUND, projectRefusal } from "../domain/Project.js"
 import type { TaskPatch } from "../domain/Task.js"
 import { isQuota, patchTaskRow, QUOTA_NEEDS_PERIOD, visibleFields } from "../domain/TaskRules.js"
@@ -10,11 +11,11 @@ import type { CurrentUserShape } from "./CurrentUser.js"
 import { DatabaseMaintenance } from "./DatabaseMaintenance.js"
 import { Mutations, type Tx } from "./Mutations.js"
 import { Quotas } from "./Quotas.js"
-import { normalizeRow, taskRowJson, TasksTable } from "./Tables.js"
+import { decodeRow, taskRowJson, TasksTable } from "./Tables.js"
 import { TaskLifecycle } from "./TaskLifecycle.js"
 import { TaskQueries } from "./TaskQueries.js"
 
-const quota = (row: Row) => isQuota({ progress_target: Number(row.progress_target), is_tracked: Boolean(row.is_tracked) })
+const quota = (row: TaskRow) => isQuota(row)
 
 /**
  * Bulk done, snooze, snooze-overdue and edit (spec §4.3). Each is one transaction and one
@@ -36,7 +37,7 @@ export class BulkActions extends Effect.Service<BulkActions>()("steady/BulkActio
         SELECT ${sql.literal(taskRowJson)} AS row FROM tasks t
         WHERE t.id IN ${sql.in([...ids])} AND ${queries.visible(user.id)}
         ORDER BY t.id FOR UPDATE OF t`.pipe(
-        Effect.map((rows) => rows.map((r) => normalizeRow(TasksTable, r.row))),
+        Effect.map((rows) => rows.map((r) => decodeRow(TasksTable, r.row))),
         Effect.orDie
       )
 
@@ -54,7 +55,7 @@ export class BulkActions extends Effect.Service<BulkActions>()("steady/BulkActio
             ValidationError.field("ids", "Every task in the batch is a quota; send close_period: true to close their periods")
           )
         }
-        if (closePeriod) for (const row of preview.filter(quota)) yield* quotas.rollover(Number(row.id))
+        if (closePeriod) for (const row of preview.filter(quota)) yield* quotas.rollover(row.id)
         return yield* mutations.run({ user, action: "bulk_done" }, (tx) =>
           Effect.gen(function*() {
             const counts = { ...emptyCounts(), quota_skipped: 0 }
@@ -85,25 +86,25 @@ export class BulkActions extends Effect.Service<BulkActions>()("steady/BulkActio
           }))
       })
 
-    const snoozeRows = (tx: Tx, rows: ReadonlyArray<Row>, until: Date, counts: BulkCounts) =>
+    const snoozeRows = (tx: Tx, rows: ReadonlyArray<TaskRow>, until: Date, counts: BulkCounts) =>
       Effect.gen(function*() {
         for (const row of rows) {
-          if (row.is_reminder === true) {
+          if (row.is_reminder) {
             counts.skipped_reminders++
             continue
           }
-          if (quota(row) || row.done === true || row.deleted_at !== null) {
+          if (quota(row) || row.done || row.deleted_at !== null) {
             counts.tasks_skipped++
             continue
           }
           const result = yield* attempt(lifecycle.snoozeStep(tx, row, until, { allowPastDeadline: false, capAtDeadline: false }))
           if (Either.isLeft(result)) {
-            if (row.deadline_at !== null && until.toISOString() > String(row.deadline_at)) counts.skipped_deadline++
+            if (row.deadline_at !== null && until.toISOString() > row.deadline_at) counts.skipped_deadline++
             else counts.tasks_skipped++
             continue
           }
           counts.tasks_affected++
-          if (Number(row.priority) === HIGH) counts.snoozed_high++
+          if (row.priority === HIGH) counts.snoozed_high++
         }
       })
 
@@ -127,10 +128,10 @@ export class BulkActions extends Effect.Service<BulkActions>()("steady/BulkActio
           const overdue = yield* Effect.orDie(sql<{ row: Record<string, unknown> }>`
             SELECT ${sql.literal(taskRowJson)} AS row FROM tasks t WHERE ${queries.overdue(user.id, tx.now)}
             ORDER BY t.id FOR UPDATE OF t`)
-          const rows = overdue.map((r) => normalizeRow(TasksTable, r.row))
-          const urgent = rows.filter((r) => Number(r.priority) >= URGENT)
+          const rows = overdue.map((r) => decodeRow(TasksTable, r.row))
+          const urgent = rows.filter((r) => r.priority >= URGENT)
           counts.skipped_urgent = urgent.length
-          yield* snoozeRows(tx, rows.filter((r) => Number(r.priority) < URGENT), until, counts)
+          yield* snoozeRows(tx, rows.filter((r) => r.priority < URGENT), until, counts)
           tx.describe(`Snoozed ${counts.tasks_affected} overdue task(s) until ${until.toISOString()}`)
           return counts
         }))
@@ -151,16 +152,16 @@ export class BulkActions extends Effect.Service<BulkActions>()("steady/BulkActio
           const allowPast = new Set(payload.allow_past_deadline_ids ?? [])
           const cap = new Set(payload.cap_at_deadline_ids ?? [])
           for (const row of rows) {
-            const id = Number(row.id)
+            const id = row.id
             const settings = yield* quotas.calendarOf(row)
             // Done and trashed tasks are skipped, as in every bulk action (README: bulk actions).
-            if (row.done === true || row.deleted_at !== null) {
+            if (row.done || row.deleted_at !== null) {
               counts.tasks_skipped++
               continue
             }
             if (changes.project_id !== undefined && changes.project_id !== row.project_id) {
               // One task its owner could no longer see refuses the whole batch, as an unknown project does.
-              const refusal = projectRefusal(target, user.id, Number(row.user_id))
+              const refusal = projectRefusal(target, user.id, row.user_id)
               if (refusal !== undefined) return yield* Effect.fail(ValidationError.field("changes.project_id", refusal))
             }
             const patch: { -readonly [K in keyof TaskPatch]: TaskPatch[K] } = {}
@@ -174,7 +175,7 @@ export class BulkActions extends Effect.Service<BulkActions>()("steady/BulkActio
                 counts.skipped_no_due_date++
                 continue
               }
-              patch.due_at = new Date(new Date(String(row.due_at)).getTime() + payload.delta_minutes * 60_000)
+              patch.due_at = new Date(new Date(row.due_at).getTime() + payload.delta_minutes * 60_000)
             }
             if (allowPast.has(id)) patch.allow_past_deadline = true
             if (cap.has(id)) patch.cap_at_deadline = true
@@ -193,9 +194,9 @@ export class BulkActions extends Effect.Service<BulkActions>()("steady/BulkActio
               // whether the date itself moved or a new deadline came before it.
               const wanted = (field: "due_at" | "target_at") => {
                 const value = patch[field]
-                return value === undefined ? (row[field] ?? null) : value === null ? null : value.toISOString()
+                return value === undefined ? row[field] : value === null ? null : value.toISOString()
               }
-              const deadline = "deadline_at" in writes ? writes.deadline_at : (row.deadline_at ?? null)
+              const deadline = writes.deadline_at !== undefined ? writes.deadline_at : row.deadline_at
               const clamped = (field: "due_at" | "target_at") =>
                 field in writes && deadline !== null && writes[field] === deadline && wanted(field) !== deadline
               const capped = clamped("due_at") || (writes.target_auto !== true && clamped("target_at"))
@@ -203,7 +204,7 @@ export class BulkActions extends Effect.Service<BulkActions>()("steady/BulkActio
             }
             // A quota whose period rule changes starts the period of its new rule, as in a single edit.
             if (quota(row) && "rrule" in writes && writes.rrule !== row.rrule) {
-              const period = quotas.initialPeriod((writes.rrule ?? null) as string | null, settings, tx.now)
+              const period = quotas.initialPeriod(writes.rrule ?? null, settings, tx.now)
               writes.progress_period_start = period === undefined ? null : period.start.toISOString()
               writes.progress_period_end = period === undefined ? null : period.end.toISOString()
             }

@@ -93,7 +93,7 @@ export class Enrichment extends Effect.Service<Enrichment>()("steady/Enrichment"
           }
           const plan = planEnrichment(asked.answer, { zone: asked.owner.timezone, projects: asked.projects })
           const dropped: Record<string, string> = { ...plan.dropped }
-          const quota = isQuota({ progress_target: Number(current.progress_target), is_tracked: Boolean(current.is_tracked) })
+          const quota = isQuota(current)
           let accepted: Record<string, unknown> = {}
           for (const field of ENRICHED_FIELDS) {
             if (!(field in plan.patch)) continue
@@ -122,7 +122,7 @@ export class Enrichment extends Effect.Service<Enrichment>()("steady/Enrichment"
               data: { task: task as JsonValue, fields_changed: [...fields] }
             })
           }
-          tx.describe(`Enriched '${String(task.title)}' (${fields.length === 0 ? "no changes" : fields.join(", ")})`)
+          tx.describe(`Enriched '${task.title}' (${fields.length === 0 ? "no changes" : fields.join(", ")})`)
           return { applied: fields, dropped }
         }))
 

@@ -7,7 +7,8 @@ import { type JsonValue, type Row, sameValue } from "../domain/Json.js"
 import { localDate } from "../domain/LocalTime.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { now as clockNow } from "./ServiceClock.js"
-import { normalizeRow, normalizeValue, rowJsonSql, sqlCast, sqlParam, type TableSpec } from "./Tables.js"
+import type { Writes } from "../domain/Rows.js"
+import { decodeRow, fieldOf, kindOf, normalizeRow, normalizeValue, rowJsonSql, sqlCast, sqlParam, type TableRow, type TableSpec } from "./Tables.js"
 import { deliveryWrites } from "./Webhooks.js"
 import { ChangeWakeup } from "./ChangeWakeup.js"
 import { CHANGES_CHANNEL, changesInsert, entriesOf } from "./ChangeLog.js"
@@ -22,15 +23,20 @@ import { commitHandover } from "./CommitHandover.js"
 export interface Tx {
   readonly now: Date
   readonly user: CurrentUserShape
-  readonly insert: (table: TableSpec, values: Row) => Effect.Effect<Row>
+  readonly insert: <R extends TableRow>(table: TableSpec<R>, values: Writes<R>) => Effect.Effect<R>
   /** Writes only the fields whose value differs; returns the changed field names. */
-  readonly update: (table: TableSpec, id: number, values: Row, options?: UpdateOptions) => Effect.Effect<ReadonlyArray<string>>
-  /** `update`, with the row as it leaves the statement rendered as wire JSON (the table's `wire`). */
-  readonly updateWire: (
-    table: TableSpec,
+  readonly update: <R extends TableRow>(
+    table: TableSpec<R>,
     id: number,
-    values: Row,
-    options?: UpdateOptions
+    values: Writes<R>,
+    options?: UpdateOptions<R>
+  ) => Effect.Effect<ReadonlyArray<string>>
+  /** `update`, with the row as it leaves the statement rendered as wire JSON (the table's `wire`). */
+  readonly updateWire: <R extends TableRow>(
+    table: TableSpec<R>,
+    id: number,
+    values: Writes<R>,
+    options?: UpdateOptions<R>
   ) => Effect.Effect<{ readonly fields: ReadonlyArray<string>; readonly wire: Wire }>
   /**
    * `updateWire` for the LAST write of a single-row mutation: the UPDATE (and `alsoInsert`)
@@ -39,29 +45,29 @@ export interface Tx {
    * into the body's result (`{ ...wire, more }`), where the commit statement's rendering
    * replaces it. Read nothing from it, and read no row after this call. Once per mutation.
    */
-  readonly updateAtCommit: (
-    table: TableSpec,
+  readonly updateAtCommit: <R extends TableRow>(
+    table: TableSpec<R>,
     id: number,
-    values: Row,
-    options: UpdateOptions & { readonly current: Row }
+    values: Writes<R>,
+    options: UpdateOptions<R> & { readonly current: R }
   ) => Effect.Effect<{ readonly fields: ReadonlyArray<string>; readonly wire: Wire }>
   /**
    * An insert for the LAST write of a single-row create: the INSERT goes out as the first
    * CTE of the commit statement, so a create is one round trip. What comes back stands for
-   * the new row: `wire` as for `updateAtCommit`; `row` holds the values given, its `id` a
-   * stand-in that may only be passed on (events' `taskId`).
-   * Once per mutation, and no other deferred write.
+   * the new row: `wire` as for `updateAtCommit`; `id` a stand-in that may only be passed on
+   * (events' `taskId`). Once per mutation, and no other deferred write.
    */
-  readonly insertAtCommit: (
-    table: TableSpec,
-    values: Row,
+  readonly insertAtCommit: <R extends TableRow>(
+    table: TableSpec<R>,
+    values: Writes<R>,
+    /** Columns whose value is SQL (e.g. a subquery), checked as the values are. */
     computed?: Readonly<Record<string, Fragment>>
   ) => Effect.Effect<PendingInsert>
   /** Re-creates a row with its old id (undo of a delete, redo of an insert). */
-  readonly restoreRow: (table: TableSpec, row: Row) => Effect.Effect<void>
-  readonly remove: (table: TableSpec, id: number) => Effect.Effect<void>
+  readonly restoreRow: (table: TableSpec<TableRow>, id: number, row: Row) => Effect.Effect<void>
+  readonly remove: (table: TableSpec<TableRow>, id: number) => Effect.Effect<void>
   /** Reads a row and locks it for the rest of the transaction. */
-  readonly lock: (table: TableSpec, id: number) => Effect.Effect<Row | undefined>
+  readonly lock: <R extends TableRow>(table: TableSpec<R>, id: number) => Effect.Effect<R | undefined>
   readonly emit: (event: DomainEvent) => void
   /** Adds to the user's daily statistics, on the local date of `at` (default: now). */
   readonly count: (stat: StatName, n?: number, at?: Date) => void
@@ -73,23 +79,35 @@ export interface Tx {
 export type Wire = Record<string, unknown>
 
 export interface PendingInsert {
-  readonly row: Row
+  /** Stands for the new row's id until the commit statement knows it (see `STAND_IN_ID`). */
+  readonly id: number
   readonly wire: Wire
 }
 
-export interface UpdateOptions {
+/** A row to insert along with an update (`UpdateOptions.alsoInsert`), checked against its table. */
+export interface Insertion {
+  readonly table: TableSpec<TableRow>
+  readonly values: Row
+}
+
+export const insertion = <R extends TableRow>(table: TableSpec<R>, values: Writes<R>): Insertion => ({
+  table,
+  values: values as Row
+})
+
+export interface UpdateOptions<R extends TableRow> {
   /** Fields whose current value the undo entry keeps as a guard (see undo). */
-  readonly guard?: ReadonlyArray<string>
+  readonly guard?: ReadonlyArray<keyof Writes<R> & string>
   /**
    * The row as the caller locked it earlier in this transaction (`FOR UPDATE`), so the
    * diff needs no second read.
    */
-  readonly current?: Row
+  readonly current?: R
   /**
    * A row to insert in the same statement (a CTE), e.g. the completion record of a done:
    * recorded after the update, as if inserted by `insert` right after it.
    */
-  readonly alsoInsert?: { readonly table: TableSpec; readonly values: Row }
+  readonly alsoInsert?: Insertion
 }
 
 export interface MutationOptions {
@@ -99,22 +117,33 @@ export interface MutationOptions {
   readonly undoable?: boolean
 }
 
-const placeholders = (table: TableSpec, values: Row, start: number) => {
+/** The untyped form of a row's writes, for the pipeline's own bookkeeping (its keys are checked columns). */
+const untyped = <R extends TableRow>(values: Writes<R>): Row => values as Row
+
+/** What the pipeline's untyped writers take of `UpdateOptions`. */
+interface RowOptions {
+  readonly guard?: ReadonlyArray<string>
+  readonly current?: TableRow
+  readonly alsoInsert?: Insertion
+}
+
+const placeholders = (table: TableSpec<TableRow>, values: Row, start: number) => {
   const columns = Object.keys(values)
-  const params = columns.map((c) => sqlParam(table.columns[c]!, values[c]!))
-  const casts = columns.map((c, i) => `$${start + i}::${sqlCast[table.columns[c]!]}`)
+  const params = columns.map((c) => sqlParam(kindOf(table, c)!, values[c]!))
+  const casts = columns.map((c, i) => `$${start + i}::${sqlCast[kindOf(table, c)!]}`)
   return { columns, params, casts }
 }
 
 /** The columns `values` really changes (the touch column aside): their old and new values. */
-const diffRow = (table: TableSpec, current: Row, values: Row) => {
+const diffRow = (table: TableSpec<TableRow>, current: TableRow, values: Row) => {
   const before: Row = {}
   const after: Row = {}
   for (const [column, value] of Object.entries(values)) {
     if (column === table.touch) continue
-    const next = normalizeValue(table.columns[column], value)
-    if (!sameValue(current[column] ?? null, next)) {
-      before[column] = current[column] ?? null
+    const next = normalizeValue(kindOf(table, column), value)
+    const was = fieldOf(current, column)
+    if (!sameValue(was, next)) {
+      before[column] = was
       after[column] = next
     }
   }
@@ -123,15 +152,15 @@ const diffRow = (table: TableSpec, current: Row, values: Row) => {
 
 /** An update as the undo log records it; guard fields keep the values undo must find. */
 const updateChange = (
-  table: TableSpec,
+  table: TableSpec<TableRow>,
   id: number,
-  current: Row,
+  current: TableRow,
   before: Row,
   after: Row,
   guardFields: ReadonlyArray<string> = []
 ): RowChange => {
   if (guardFields.length === 0) return { op: "update", table: table.name, id, before, after }
-  const guard: Row = Object.fromEntries(guardFields.map((f) => [f, current[f] ?? null]))
+  const guard: Row = Object.fromEntries(guardFields.map((f) => [f, fieldOf(current, f)]))
   return { op: "update", table: table.name, id, before, after, guard }
 }
 
@@ -151,6 +180,11 @@ const PENDING_ROW_KEY = `@@steady-pending-row-${NONCE}`
 const PENDING_ROW_MEMBER = memberOf(PENDING_ROW_KEY)
 const PENDING_ID = `@@steady-pending-id-${NONCE}`
 const PENDING_ID_JSON = JSON.stringify(PENDING_ID)
+/**
+ * The stand-in where a row id is typed: only serialized (undo entry, events, feed) before the
+ * commit statement replaces it, never compared or sent as a parameter.
+ */
+const STAND_IN_ID = PENDING_ID as unknown as number
 
 /** The body's result with the pending wire spread into it replaced by the rendered one. */
 const resolvePending = <A>(result: A, wire: Wire | undefined): A => {
@@ -188,7 +222,7 @@ interface Deferred {
  * The row as `normalizeRow` has it (timestamps as ISO text in UTC with milliseconds), in
  * SQL, for a row the commit statement inserts.
  */
-const normalizedRowSql = (table: TableSpec) => {
+const normalizedRowSql = (table: TableSpec<TableRow>) => {
   const timestamps = Object.entries(table.columns).filter(([, kind]) => kind === "ts").map(([column]) => column)
   const row = rowJsonSql(table, table.name)
   return timestamps.length === 0
@@ -196,14 +230,14 @@ const normalizedRowSql = (table: TableSpec) => {
     : `${row} || jsonb_build_object(${timestamps.map((c) => `'${c}', steady_iso(${table.name}.${c})`).join(", ")})`
 }
 
-const wireOf = (table: TableSpec) => {
+const wireOf = (table: TableSpec<TableRow>) => {
   if (table.wire === undefined) throw new Error(`${table.name} has no wire rendering`)
   return `${table.wire}(${table.name})`
 }
 
-const checkColumns = (table: TableSpec, values: Row) => {
+const checkColumns = (table: TableSpec<TableRow>, values: object) => {
   for (const column of Object.keys(values)) {
-    if (!(column in table.columns)) throw new Error(`Unknown column ${table.name}.${column}`)
+    if (kindOf(table, column) === undefined) throw new Error(`Unknown column ${table.name}.${column}`)
   }
 }
 
@@ -214,14 +248,18 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
     const changeWakeup = yield* ChangeWakeup
 
     /** A column's value as a statement parameter cast to the column's type. */
-    const typedParam = (table: TableSpec, column: string, value: JsonValue) =>
-      sql`${sqlParam(table.columns[column]!, value)}::${sql.literal(sqlCast[table.columns[column]!])}`
+    const typedParam = (table: TableSpec<TableRow>, column: string, value: JsonValue) =>
+      sql`${sqlParam(kindOf(table, column)!, value)}::${sql.literal(sqlCast[kindOf(table, column)!])}`
 
-    const lockRow = (table: TableSpec, id: number) =>
+    /** The row as PostgreSQL gives it (`to_jsonb`), locked. */
+    const lockRaw = (table: TableSpec<TableRow>, id: number) =>
       sql.unsafe<{ row: Record<string, unknown> }>(
         `SELECT ${rowJsonSql(table, "t")} AS row FROM ${table.name} t WHERE id = $1 FOR UPDATE`,
         [id]
-      ).pipe(Effect.map((rows) => rows[0] === undefined ? undefined : normalizeRow(table, rows[0].row)))
+      ).pipe(Effect.map((rows) => rows[0]?.row))
+
+    const lockRow = <R extends TableRow>(table: TableSpec<R>, id: number) =>
+      Effect.map(lockRaw(table, id), (raw) => raw === undefined ? undefined : decodeRow(table, raw))
 
     /**
      * The keyed request's slot, when this mutation may hand its commit statement to it: the
@@ -253,20 +291,20 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
         let deferred: Deferred | undefined
         let description = ""
 
-        const insertRow = (table: TableSpec, values: Row) =>
+        const insertRow = <R extends TableRow>(table: TableSpec<R>, values: Writes<R>) =>
           Effect.gen(function*() {
             checkColumns(table, values)
-            const { casts, columns, params } = placeholders(table, values, 1)
+            const { casts, columns, params } = placeholders(table, untyped(values), 1)
             const rows = yield* sql.unsafe<{ row: Record<string, unknown> }>(
               `INSERT INTO ${table.name} (${columns.join(", ")}) VALUES (${casts.join(", ")}) RETURNING ${rowJsonSql(table, table.name)} AS row`,
               params
             )
-            const row = normalizeRow(table, rows[0]!.row)
-            changes.push({ op: "insert", table: table.name, id: Number(row.id), after: row })
+            const row = decodeRow(table, rows[0]!.row)
+            changes.push({ op: "insert", table: table.name, id: row.id, after: normalizeRow(table, rows[0]!.row) })
             return row
           }).pipe(Effect.orDie)
 
-        const updateRow = (table: TableSpec, id: number, values: Row, updateOptions: UpdateOptions | undefined, wire: boolean) =>
+        const updateRow = (table: TableSpec<TableRow>, id: number, values: Row, updateOptions: RowOptions | undefined, wire: boolean) =>
           Effect.gen(function*() {
             checkColumns(table, values)
             const current = updateOptions?.current ?? (yield* lockRow(table, id))
@@ -301,13 +339,13 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
               changes.push(updateChange(table, id, current, before, after, updateOptions?.guard))
             }
             if (also !== undefined) {
-              const row = normalizeRow(also.table, rows[0]!.inserted!)
-              changes.push({ op: "insert", table: also.table.name, id: Number(row.id), after: row })
+              const row = decodeRow(also.table, rows[0]!.inserted!)
+              changes.push({ op: "insert", table: also.table.name, id: row.id, after: normalizeRow(also.table, rows[0]!.inserted!) })
             }
             return { fields, wire: rows[0]?.wire ?? {} }
           }).pipe(Effect.orDie)
 
-        const updateAtCommit = (table: TableSpec, id: number, values: Row, updateOptions: UpdateOptions & { readonly current: Row }) =>
+        const updateAtCommit = (table: TableSpec<TableRow>, id: number, values: Row, updateOptions: RowOptions & { readonly current: TableRow }) =>
           Effect.sync(() => {
             if (deferred !== undefined) throw new Error("updateAtCommit: one deferred write per mutation")
             checkColumns(table, values)
@@ -339,13 +377,13 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
                 ))
               }) RETURNING id)`
               const row: Row = { id: PENDING_ID, ...normalizeRow(also.table, also.values) }
-              changes.push({ op: "insert", table: also.table.name, id: PENDING_ID as unknown as number, after: row })
+              changes.push({ op: "insert", table: also.table.name, id: STAND_IN_ID, after: row })
             }
             deferred = { target, inserted }
             return { fields, wire: { [PENDING_WIRE_KEY]: true } as Wire }
           })
 
-        const insertAtCommit = (table: TableSpec, values: Row, computed: Readonly<Record<string, Fragment>> = {}) =>
+        const insertAtCommit = (table: TableSpec<TableRow>, values: Row, computed: Readonly<Record<string, Fragment>> = {}) =>
           Effect.sync((): PendingInsert => {
             if (deferred !== undefined) throw new Error("insertAtCommit: one deferred write per mutation")
             checkColumns(table, values)
@@ -367,41 +405,38 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
             // The undo entry's row: the values given, overridden by the row as inserted (a
             // later duplicate key wins in jsonb), which `withPending` splices in.
             const row: Row = { ...normalizeRow(table, values), id: PENDING_ID }
-            changes.push({ op: "insert", table: table.name, id: PENDING_ID as unknown as number, after: { ...row, [PENDING_ROW_KEY]: true } })
-            return {
-              row,
-              wire: { [PENDING_WIRE_KEY]: true } as Wire
-            }
+            changes.push({ op: "insert", table: table.name, id: STAND_IN_ID, after: { ...row, [PENDING_ROW_KEY]: true } })
+            return { id: STAND_IN_ID, wire: { [PENDING_WIRE_KEY]: true } as Wire }
           })
 
         const tx: Tx = {
           now,
           user: options.user,
-          updateAtCommit,
-          insertAtCommit,
+          updateAtCommit: (table, id, values, updateOptions) => updateAtCommit(table, id, untyped(values), updateOptions),
+          insertAtCommit: (table, values, computed) => insertAtCommit(table, untyped(values), computed),
           lock: (table, id) => Effect.orDie(lockRow(table, id)),
           insert: insertRow,
           update: (table, id, values, updateOptions) =>
-            Effect.map(updateRow(table, id, values, updateOptions, false), (u) => u.fields),
-          updateWire: (table, id, values, updateOptions) => updateRow(table, id, values, updateOptions, true),
-          restoreRow: (table, row) =>
+            Effect.map(updateRow(table, id, untyped(values), updateOptions, false), (u) => u.fields),
+          updateWire: (table, id, values, updateOptions) => updateRow(table, id, untyped(values), updateOptions, true),
+          restoreRow: (table, id, row) =>
             Effect.gen(function*() {
               const values: Row = Object.fromEntries(
-                Object.entries(row).filter(([column]) => column in table.columns)
+                Object.entries(row).filter(([column]) => kindOf(table, column) !== undefined)
               )
               const { casts, columns, params } = placeholders(table, values, 2)
               yield* sql.unsafe(
                 `INSERT INTO ${table.name} (id, ${columns.join(", ")}) VALUES ($1, ${casts.join(", ")})`,
-                [Number(row.id), ...params]
+                [id, ...params]
               )
-              changes.push({ op: "insert", table: table.name, id: Number(row.id), after: row })
+              changes.push({ op: "insert", table: table.name, id, after: row })
             }).pipe(Effect.orDie),
           remove: (table, id) =>
             Effect.gen(function*() {
-              const current = yield* lockRow(table, id)
+              const current = yield* lockRaw(table, id)
               if (current === undefined) return
               yield* sql.unsafe(`DELETE FROM ${table.name} WHERE id = $1`, [id])
-              changes.push({ op: "delete", table: table.name, id, before: current })
+              changes.push({ op: "delete", table: table.name, id, before: normalizeRow(table, current) })
             }).pipe(Effect.orDie),
           emit: (event) => {
             events.push(event)

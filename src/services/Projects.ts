@@ -1,7 +1,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import { Forbidden, NotFound, ValidationError } from "../domain/Errors.js"
-import type { Row } from "../domain/Json.js"
+import type { ProjectRow, Writes } from "../domain/Rows.js"
 import type { ProjectCreate, ProjectPatch } from "../domain/Project.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { Mutations } from "./Mutations.js"
@@ -72,7 +72,7 @@ export class Projects extends Effect.Service<Projects>()("steady/Projects", {
             updated_at: at
           })
           tx.describe(`Created project '${input.name.trim()}'`)
-          return yield* read(user, Number(row.id))
+          return yield* read(user, row.id)
         }))
 
     const update = (user: CurrentUserShape, id: number, patch: ProjectPatch) =>
@@ -82,14 +82,14 @@ export class Projects extends Effect.Service<Projects>()("steady/Projects", {
           if (project.is_inbox && patch.name !== undefined && patch.name.trim() !== project.name) {
             return yield* Effect.fail(ValidationError.field("name", "The Inbox cannot be renamed"))
           }
-          const writes: Row = {}
+          const writes: Writes<ProjectRow> = {}
           if (patch.name !== undefined) writes.name = patch.name.trim()
           if (patch.shared !== undefined) writes.shared = patch.shared
           if (patch.sort_order !== undefined) writes.sort_order = patch.sort_order
           if (patch.color !== undefined) writes.color = patch.color
           if (patch.description !== undefined) writes.description = patch.description
           yield* tx.update(ProjectsTable, id, writes)
-          tx.describe(`Edited project '${String(writes.name ?? project.name)}'`)
+          tx.describe(`Edited project '${writes.name ?? project.name}'`)
           return yield* read(user, id)
         }))
 

@@ -2,7 +2,8 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Either } from "effect"
 import { ValidationError } from "../domain/Errors.js"
 import type { UserId } from "../domain/Ids.js"
-import type { JsonValue, Row } from "../domain/Json.js"
+import type { JsonValue } from "../domain/Json.js"
+import type { TaskRow, Writes } from "../domain/Rows.js"
 import { localDate } from "../domain/LocalTime.js"
 import {
   nearestBoundary,
@@ -23,34 +24,26 @@ import { CompletionsTable, QuotaPeriodsTable, TasksTable } from "./Tables.js"
 import { TaskQueries } from "./TaskQueries.js"
 import { isOpen, isQuota as isQuotaSql } from "./WireSql.js"
 
-export interface QuotaDayState {
-  readonly date: string | null
-  readonly logged: number
-  readonly did: ReadonlyArray<string>
-  readonly considered: ReadonlyArray<string>
-  readonly did_applied: Readonly<Record<string, number>>
-}
+export type QuotaDayState = TaskRow["quota_day_state"]
 
 export const freshDayState = (date: string): QuotaDayState => ({ date, logged: 0, did: [], considered: [], did_applied: {} })
 
 /** Today's prompt state, reset when the local day has changed. */
-export const dayStateFor = (stored: JsonValue | undefined, today: string): QuotaDayState => {
-  const state = stored as unknown as QuotaDayState | null
-  return state !== null && state !== undefined && state.date === today ? state : freshDayState(today)
-}
+export const dayStateFor = (state: QuotaDayState, today: string): QuotaDayState =>
+  state.date === today ? state : freshDayState(today)
 
 const iso = (d: Date) => d.toISOString()
-const dateOrNull = (value: unknown) => (value === null || value === undefined ? null : new Date(String(value)))
+const dateOrNull = (value: string | null) => (value === null ? null : new Date(value))
 
 /** A locked task row as the closing rule reads it. */
-const quotaState = (row: Row): QuotaState => ({
-  rrule: row.rrule === null ? null : String(row.rrule),
+const quotaState = (row: TaskRow): QuotaState => ({
+  rrule: row.rrule,
   periodStart: dateOrNull(row.progress_period_start),
   periodEnd: dateOrNull(row.progress_period_end),
-  current: Number(row.progress_current),
-  target: Number(row.progress_target),
-  completionCount: Number(row.completion_count),
-  firstCompletedAt: row.first_completed_at === null || row.first_completed_at === undefined ? null : String(row.first_completed_at)
+  current: row.progress_current,
+  target: row.progress_target,
+  completionCount: row.completion_count,
+  firstCompletedAt: row.first_completed_at
 })
 
 /**
@@ -74,7 +67,7 @@ export class Quotas extends Effect.Service<Quotas>()("steady/Quotas", {
      * A task's calendar (zone and week_start) is its owner's, whoever acts on it: periods,
      * occurrences and prompt days of a task in a shared project never follow the actor.
      */
-    const calendarOf = (task: Row) => settingsOf(Number(task.user_id))
+    const calendarOf = (task: Pick<TaskRow, "user_id">) => settingsOf(task.user_id)
 
     /** The period a quota starts in, or nothing for a legacy quota without a rule. */
     const initialPeriod = (rrule: string | null, settings: PeriodSettings, now: Date): Period | undefined => {
@@ -87,13 +80,13 @@ export class Quotas extends Effect.Service<Quotas>()("steady/Quotas", {
      * Records every period of `row` that has ended by `now` (see `closingOf`), then moves
      * the task to the period containing now.
      */
-    const closeEnded = (tx: Tx, row: Row, settings: PeriodSettings) =>
+    const closeEnded = (tx: Tx, row: TaskRow, settings: PeriodSettings) =>
       Effect.gen(function*() {
         const closing = closingOf(quotaState(row), settings, tx.now)
         if (closing === undefined) return 0
-        const target = Number(row.progress_target)
+        const target = row.progress_target
         for (const { count, period } of closing.closed) yield* recordPeriod(tx, row, period, count, target, false)
-        yield* tx.update(TasksTable, Number(row.id), {
+        yield* tx.update(TasksTable, row.id, {
           progress_current: 0,
           progress_period_start: iso(closing.next.start),
           progress_period_end: iso(closing.next.end),
@@ -108,12 +101,12 @@ export class Quotas extends Effect.Service<Quotas>()("steady/Quotas", {
         return closing.closed.length
       })
 
-    const recordPeriod = (tx: Tx, row: Row, period: Period, count: number, target: number, early: boolean) =>
+    const recordPeriod = (tx: Tx, row: TaskRow, period: Period, count: number, target: number, early: boolean) =>
       Effect.gen(function*() {
         const met = count >= target
         yield* tx.insert(QuotaPeriodsTable, {
-          task_id: Number(row.id),
-          user_id: Number(row.user_id),
+          task_id: row.id,
+          user_id: row.user_id,
           period_start: iso(period.start),
           period_end: iso(period.end),
           count,
@@ -124,15 +117,15 @@ export class Quotas extends Effect.Service<Quotas>()("steady/Quotas", {
         })
         if (met) {
           yield* tx.insert(CompletionsTable, {
-            task_id: Number(row.id),
-            user_id: Number(row.user_id),
+            task_id: row.id,
+            user_id: row.user_id,
             completed_at: iso(period.end),
             due_at_was: null,
             due_at_next: null,
-            task_title: row.title ?? "",
-            project_id: Number(row.project_id),
+            task_title: row.title,
+            project_id: row.project_id,
             is_reminder: false,
-            is_tracked: Boolean(row.is_tracked),
+            is_tracked: row.is_tracked,
             progress_target: target
           })
           // The completion belongs to the period's last local day.
@@ -153,7 +146,7 @@ export class Quotas extends Effect.Service<Quotas>()("steady/Quotas", {
           (tx) =>
             Effect.gen(function*() {
               const row = yield* tx.lock(TasksTable, taskId)
-              if (row === undefined || row.done === true || row.deleted_at !== null) return 0
+              if (row === undefined || row.done || row.deleted_at !== null) return 0
               return yield* closeEnded(tx, row, settings)
             })
         )
@@ -197,32 +190,33 @@ export class Quotas extends Effect.Service<Quotas>()("steady/Quotas", {
       })
 
     /** done with close_period: the current period closes now; the rest of it starts afresh. */
-    const closeEarly = (tx: Tx, row: Row, settings: PeriodSettings) =>
+    const closeEarly = (tx: Tx, row: TaskRow, settings: PeriodSettings) =>
       Effect.gen(function*() {
         if (row.progress_period_start === null || row.progress_period_end === null) {
           // A legacy quota without a period: what accumulated closes now.
-          const start = String(row.created_at)
-          yield* recordPeriod(tx, row, { start: new Date(start), end: tx.now }, Number(row.progress_current), Number(row.progress_target), true)
-          yield* tx.update(TasksTable, Number(row.id), completionFields(row, Number(row.progress_current) >= Number(row.progress_target), tx.now))
+          const period = { start: new Date(row.created_at), end: tx.now }
+          yield* recordPeriod(tx, row, period, row.progress_current, row.progress_target, true)
+          yield* tx.update(TasksTable, row.id, completionFields(row, row.progress_current >= row.progress_target, tx.now))
           return
         }
         yield* closeEnded(tx, row, settings)
-        const fresh = (yield* tx.lock(TasksTable, Number(row.id)))!
-        const period = { start: new Date(String(fresh.progress_period_start)), end: tx.now }
-        const count = Number(fresh.progress_current)
-        const met = count >= Number(fresh.progress_target)
-        yield* recordPeriod(tx, fresh, period, count, Number(fresh.progress_target), true)
-        yield* tx.update(TasksTable, Number(row.id), {
+        const fresh = (yield* tx.lock(TasksTable, row.id))!
+        // closeEnded leaves the period set: it moves it, never clears it.
+        const period = { start: new Date(fresh.progress_period_start!), end: tx.now }
+        const count = fresh.progress_current
+        const met = count >= fresh.progress_target
+        yield* recordPeriod(tx, fresh, period, count, fresh.progress_target, true)
+        yield* tx.update(TasksTable, row.id, {
           ...completionFields(fresh, met, tx.now),
           progress_period_start: iso(tx.now)
         })
       })
 
-    const completionFields = (row: Row, met: boolean, now: Date): Row => ({
+    const completionFields = (row: TaskRow, met: boolean, now: Date): Writes<TaskRow> => ({
       progress_current: 0,
       ...(met
         ? {
-          completion_count: Number(row.completion_count) + 1,
+          completion_count: row.completion_count + 1,
           first_completed_at: row.first_completed_at ?? iso(now),
           last_completed_at: iso(now)
         }
@@ -238,23 +232,23 @@ export class Quotas extends Effect.Service<Quotas>()("steady/Quotas", {
           Effect.gen(function*() {
             const row = yield* queries.lockVisible(user, id)
             const settings = yield* calendarOf(row)
-            if (!isQuota({ progress_target: Number(row.progress_target), is_tracked: Boolean(row.is_tracked) })) {
+            if (!isQuota(row)) {
               return yield* Effect.fail(ValidationError.field("id", "Progress is logged on quotas only"))
             }
             if (row.deleted_at !== null) {
               return yield* Effect.fail(ValidationError.field("id", "Cannot log progress on a task in the trash"))
             }
-            const current = Number(row.progress_current)
+            const current = row.progress_current
             const next = Math.max(0, current + delta)
             const today = localDate(tx.now, settings.zone)
             const state = dayStateFor(row.quota_day_state, today)
             // Guarded by the period: a log is not taken back once its period has closed.
             yield* tx.update(TasksTable, id, {
               progress_current: next,
-              quota_day_state: { ...state, logged: state.logged + (next - current) } as unknown as JsonValue
+              quota_day_state: { ...state, logged: state.logged + (next - current) }
             }, { guard: ["progress_period_start"] })
             const task = yield* queries.wire(id)
-            const target = Number(row.progress_target)
+            const target = row.progress_target
             const met = next >= target
             tx.emit({
               event: "task.progressed",
@@ -262,7 +256,7 @@ export class Quotas extends Effect.Service<Quotas>()("steady/Quotas", {
               data: { task: task as JsonValue, progress_current: next, progress_target: target, met }
             })
             const description = `${next}/${target}`
-            tx.describe(`Logged ${delta >= 0 ? "+" : ""}${delta} on '${String(row.title)}' (${description})`)
+            tx.describe(`Logged ${delta >= 0 ? "+" : ""}${delta} on '${row.title}' (${description})`)
             return { ...task, met, description }
           }))
       })
@@ -286,17 +280,19 @@ export class Quotas extends Effect.Service<Quotas>()("steady/Quotas", {
             AND NOT done AND deleted_at IS NULL ORDER BY id`)
         for (const { id } of rows) {
           const row = (yield* tx.lock(TasksTable, id))!
-          const rule = parsePeriodRule(String(row.rrule))
+          if (row.rrule === null) continue
+          const rule = parsePeriodRule(row.rrule)
           if (Either.isLeft(rule)) continue
           const weekly = rule.right.freq === "WEEKLY"
           if (!weekly && !changed.zone) continue
           // Close what had already ended under the old settings first.
           yield* closeEnded(tx, row, settings)
           const fresh = (yield* tx.lock(TasksTable, id))!
-          const start = new Date(String(fresh.progress_period_start))
+          // closeEnded moves a period, never clears it: both ends are still set.
+          const start = new Date(fresh.progress_period_start!)
           const end = weekly
             ? nextBoundary(rule.right, settings, start)
-            : nearestBoundary(rule.right, settings, new Date(String(fresh.progress_period_end)), start)
+            : nearestBoundary(rule.right, settings, new Date(fresh.progress_period_end!), start)
           yield* tx.update(TasksTable, id, { progress_period_end: iso(end) })
           yield* closeEnded(tx, (yield* tx.lock(TasksTable, id))!, settings)
         }

@@ -1,12 +1,13 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import { ValidationError } from "../domain/Errors.js"
-import type { JsonValue, Row } from "../domain/Json.js"
+import type { JsonValue } from "../domain/Json.js"
+import type { TaskRow } from "../domain/Rows.js"
+import type { Task } from "../domain/Task.js"
 import { localDate, localTimeOfDay, startOfLocalDay, startOfNextLocalDay } from "../domain/LocalTime.js"
 import {
   isNumberedDaily,
   parsePromptKey,
-  type PromptConfig,
   promptsFor,
   type QuotaPrompt,
   type Slot,
@@ -28,7 +29,8 @@ interface SlotRow extends Slot {
   readonly created_at: string
 }
 
-type Wire = Record<string, JsonValue>
+/** A quota as the prompts read it: its wire shape, with its period's end. */
+type QuotaWire = Task & { readonly progress_period_end: string | null }
 
 /** GET /api/reminders and the quota prompt actions (spec "Quota reminders", CONTRACT §8). */
 export class Reminders extends Effect.Service<Reminders>()("steady/Reminders", {
@@ -50,17 +52,17 @@ export class Reminders extends Effect.Service<Reminders>()("steady/Reminders", {
         return { prefs, now, date: localDate(now, prefs.timezone) }
       })
 
-    const promptInput = (task: Wire, date: string, now: Date) => {
+    const promptInput = (task: QuotaWire, date: string, now: Date) => {
       const state = dayStateFor(task.quota_day_state, date)
-      const periodEnded = typeof task.progress_period_end === "string" && new Date(task.progress_period_end) <= now
+      const periodEnded = task.progress_period_end !== null && new Date(task.progress_period_end) <= now
       return {
-        id: Number(task.id),
-        title: String(task.title),
-        rrule: (task.rrule ?? null) as string | null,
+        id: task.id,
+        title: task.title,
+        rrule: task.rrule,
         // Just after a boundary the old count may still be held; prompts treat it as 0.
-        progress_current: periodEnded ? 0 : Number(task.progress_current),
-        progress_target: Number(task.progress_target),
-        quota_prompt_config: (task.quota_prompt_config ?? null) as PromptConfig | null,
+        progress_current: periodEnded ? 0 : task.progress_current,
+        progress_target: task.progress_target,
+        quota_prompt_config: task.quota_prompt_config,
         did: state.did,
         considered: state.considered,
         loggedToday: state.logged
@@ -74,13 +76,13 @@ export class Reminders extends Effect.Service<Reminders>()("steady/Reminders", {
         const slots = yield* slotsOf(user.id)
         const dayStart = startOfLocalDay(now, zone)
         const dayEnd = startOfNextLocalDay(now, zone)
-        const reminders = yield* Effect.orDie(sql<{ task: Wire }>`
+        const reminders = yield* Effect.orDie(sql<{ task: Task }>`
           SELECT steady_task_json(t) AS task FROM tasks t
           WHERE t.user_id = ${user.id} AND t.is_reminder AND ${isOpen(sql)} AND ${isNotQuota(sql)}
             AND (t.due_at IS NULL OR t.due_at < ${dayEnd.toISOString()}::timestamptz)
           ORDER BY t.due_at NULLS LAST, t.id`)
         const quotaRows = prefs.quota_prompts_enabled
-          ? yield* Effect.orDie(sql<{ task: Wire }>`
+          ? yield* Effect.orDie(sql<{ task: QuotaWire }>`
               SELECT steady_task_json(t) || jsonb_build_object('progress_period_end', steady_iso(t.progress_period_end)) AS task
               FROM tasks t
               WHERE t.user_id = ${user.id} AND ${isQuota(sql)} AND ${isOpen(sql)}
@@ -92,18 +94,18 @@ export class Reminders extends Effect.Service<Reminders>()("steady/Reminders", {
         )
         const groups = slots.map((slot) => ({
           slot,
-          reminders: [] as Array<Wire>,
+          reminders: [] as Array<Task>,
           prompts: [] as Array<QuotaPrompt>,
           count: 0,
           considered: 0
         }))
         for (const { task } of reminders) {
-          const time = typeof task.due_at === "string" ? localTimeOfDay(new Date(task.due_at), zone) : String(task.anchor_time ?? "00:00")
+          const time = task.due_at !== null ? localTimeOfDay(new Date(task.due_at), zone) : (task.anchor_time ?? "00:00")
           const slot = slotForTime(slots, time)
           const group = groups.find((g) => g.slot.id === slot?.id)
           if (group === undefined) continue
           group.reminders.push(task)
-          const considered = typeof task.last_considered_at === "string" && new Date(task.last_considered_at) >= dayStart
+          const considered = task.last_considered_at !== null && new Date(task.last_considered_at) >= dayStart
           if (considered) group.considered++
         }
         for (const prompt of prompts) {
@@ -154,18 +156,18 @@ export class Reminders extends Effect.Service<Reminders>()("steady/Reminders", {
       tx: Tx,
       parsed: Parsed,
       date: string,
-      apply: (row: Row, keys: Parsed, state: ReturnType<typeof dayStateFor>) => Effect.Effect<{ moved: boolean }>
+      apply: (row: TaskRow, keys: Parsed, state: ReturnType<typeof dayStateFor>) => Effect.Effect<{ moved: boolean }>
     ) =>
       Effect.gen(function*() {
-        const tasks: Array<Record<string, unknown>> = []
+        const tasks: Array<Task> = []
         for (const taskId of [...new Set(parsed.map((p) => p.taskId))]) {
           const row = (yield* tx.lock(TasksTable, taskId))!
           const keys = parsed.filter((p) => p.taskId === taskId)
           const { moved } = yield* apply(row, keys, dayStateFor(row.quota_day_state, date))
           const task = yield* queries.wire(taskId)
           if (moved) {
-            const current = Number(task.progress_current)
-            const target = Number(task.progress_target)
+            const current = task.progress_current
+            const target = task.progress_target
             tx.emit({
               event: "task.progressed",
               taskId,
@@ -189,7 +191,7 @@ export class Reminders extends Effect.Service<Reminders>()("steady/Reminders", {
           Effect.gen(function*() {
             const result = yield* forEachQuota(tx, parsed, date, (row, rowKeys, state) =>
               Effect.gen(function*() {
-                let current = Number(row.progress_current)
+                let current = row.progress_current
                 const before = current
                 const didKeys = [...state.did]
                 const considered = new Set(state.considered)
@@ -206,7 +208,7 @@ export class Reminders extends Effect.Service<Reminders>()("steady/Reminders", {
                   considered.add(key)
                   didCount++
                 }
-                yield* tx.update(TasksTable, Number(row.id), {
+                yield* tx.update(TasksTable, row.id, {
                   progress_current: current,
                   quota_day_state: { date, logged, did: didKeys, considered: [...considered], did_applied: applied }
                 }, { guard: ["progress_period_start"] })
@@ -233,9 +235,7 @@ export class Reminders extends Effect.Service<Reminders>()("steady/Reminders", {
                   if (!considered.has(key)) count++
                   considered.add(key)
                 }
-                yield* tx.update(TasksTable, Number(row.id), {
-                  quota_day_state: { ...state, considered: [...considered] } as unknown as JsonValue
-                })
+                yield* tx.update(TasksTable, row.id, { quota_day_state: { ...state, considered: [...considered] } })
                 return { moved: false }
               }))
             tx.describe(`Considered ${count} quota prompt(s)`)
@@ -256,8 +256,8 @@ export class Reminders extends Effect.Service<Reminders>()("steady/Reminders", {
               Effect.gen(function*() {
                 const drop = new Set(rowKeys.map((k) => k.key).filter((k) => state.considered.includes(k)))
                 restored += drop.size
-                yield* tx.update(TasksTable, Number(row.id), {
-                  quota_day_state: { ...state, considered: state.considered.filter((k) => !drop.has(k)) } as unknown as JsonValue
+                yield* tx.update(TasksTable, row.id, {
+                  quota_day_state: { ...state, considered: state.considered.filter((k) => !drop.has(k)) }
                 })
                 return { moved: false }
               }))

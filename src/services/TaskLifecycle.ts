@@ -1,17 +1,18 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import { ValidationError } from "../domain/Errors.js"
-import type { JsonValue, Row } from "../domain/Json.js"
+import type { JsonValue } from "../domain/Json.js"
+import type { CompletionRow, TaskRow, Writes } from "../domain/Rows.js"
 import { isQuota } from "../domain/TaskRules.js"
-import { type LastCompletion, planDone, planSkip, planSnooze, planUndone, stateOf } from "../domain/Lifecycle.js"
+import { type LastCompletion, planDone, planSkip, planSnooze, planUndone } from "../domain/Lifecycle.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
-import { Mutations, type Tx } from "./Mutations.js"
+import { insertion, Mutations, type Tx } from "./Mutations.js"
 import type { PeriodSettings } from "../domain/QuotaPeriods.js"
 import { Quotas } from "./Quotas.js"
 import { CompletionsTable, TasksTable } from "./Tables.js"
 import { TaskQueries } from "./TaskQueries.js"
 
-const quoted = (title: unknown) => `'${String(title)}'`
+const quoted = (title: string) => `'${title}'`
 
 export interface SnoozeOptions {
   readonly allowPastDeadline: boolean
@@ -34,21 +35,21 @@ export class TaskLifecycle extends Effect.Service<TaskLifecycle>()("steady/TaskL
 
     const completionRow = (
       tx: Tx,
-      task: Record<string, JsonValue>,
+      task: TaskRow,
       dueAtWas: string | null,
       dueAtNext: string | null
-    ): Row => ({
-      task_id: Number(task.id),
-      user_id: Number(task.user_id),
+    ): Writes<CompletionRow> => ({
+      task_id: task.id,
+      user_id: task.user_id,
       completed_at: tx.now.toISOString(),
       due_at_was: dueAtWas,
       due_at_next: dueAtNext,
-      task_title: task.title ?? "",
-      project_id: Number(task.project_id),
-      is_reminder: Boolean(task.is_reminder),
-      is_tracked: Boolean(task.is_tracked),
-      progress_target: Number(task.progress_target)
-      })
+      task_title: task.title,
+      project_id: task.project_id,
+      is_reminder: task.is_reminder,
+      is_tracked: task.is_tracked,
+      progress_target: task.progress_target
+    })
 
     /** done with close_period on a quota: its current period closes early (spec §3). */
     const closePeriod = (user: CurrentUserShape, id: number) =>
@@ -63,7 +64,7 @@ export class TaskLifecycle extends Effect.Service<TaskLifecycle>()("steady/TaskL
             }
             yield* quotas.closeEarly(tx, current, yield* quotas.calendarOf(current))
             const task = yield* queries.wire(id)
-            tx.describe(`Closed the current period of '${String(current.title)}' early`)
+            tx.describe(`Closed the current period of ${quoted(current.title)} early`)
             return { ...task, was_recurring: false, next_due_at: null }
           }))
       })
@@ -73,8 +74,7 @@ export class TaskLifecycle extends Effect.Service<TaskLifecycle>()("steady/TaskL
         quota ? closePeriod(user, id) : markDone(user, id))
 
     const isQuotaTask = (user: CurrentUserShape, id: number) =>
-      Effect.map(queries.lockVisible(user, id), (row) =>
-        isQuota({ progress_target: Number(row.progress_target), is_tracked: Boolean(row.is_tracked) }))
+      Effect.map(queries.lockVisible(user, id), isQuota)
 
     /**
      * Marks a locked task done inside a transaction: shared by single and bulk done. The next
@@ -82,13 +82,13 @@ export class TaskLifecycle extends Effect.Service<TaskLifecycle>()("steady/TaskL
      * a caller that locked the task with it (`lockForWrite`) passes it along. As the last
      * write of a single done, it goes out with the commit statement (`Tx.updateAtCommit`).
      */
-    const doneStep = (tx: Tx, current: Row, single?: { readonly calendar: PeriodSettings }) =>
+    const doneStep = (tx: Tx, current: TaskRow, single?: { readonly calendar: PeriodSettings }) =>
       Effect.gen(function*() {
-        const id = Number(current.id)
+        const id = current.id
         const { zone } = single?.calendar ?? (yield* quotas.calendarOf(current))
-        const plan = yield* planDone(stateOf(current), zone, tx.now)
+        const plan = yield* planDone(current, zone, tx.now)
         // The completion record is inserted by the UPDATE's statement.
-        const write = { current, alsoInsert: { table: CompletionsTable, values: completionRow(tx, current, plan.dueAtWas, plan.dueAtNext) } }
+        const write = { current, alsoInsert: insertion(CompletionsTable, completionRow(tx, current, plan.dueAtWas, plan.dueAtNext)) }
         const { wire: task } = single === undefined
           ? yield* tx.updateWire(TasksTable, id, plan.writes, write)
           : yield* tx.updateAtCommit(TasksTable, id, plan.writes, write)
@@ -111,7 +111,7 @@ export class TaskLifecycle extends Effect.Service<TaskLifecycle>()("steady/TaskL
         Effect.gen(function*() {
           const current = yield* queries.lockVisible(user, id)
           const [last, previous] = yield* completions(id)
-          const writes = yield* planUndone(stateOf(current), last, previous?.completed_at ?? null)
+          const writes = yield* planUndone(current, last, previous?.completed_at ?? null)
           const fields = yield* tx.update(TasksTable, id, writes)
           if (last !== undefined) {
             yield* tx.remove(CompletionsTable, last.id)
@@ -124,11 +124,11 @@ export class TaskLifecycle extends Effect.Service<TaskLifecycle>()("steady/TaskL
         }))
 
     /** Skips a locked task's occurrence inside a transaction, on the owner's calendar. */
-    const skipStep = (tx: Tx, current: Row) =>
+    const skipStep = (tx: Tx, current: TaskRow) =>
       Effect.gen(function*() {
-        const id = Number(current.id)
+        const id = current.id
         const { zone } = yield* quotas.calendarOf(current)
-        const plan = yield* planSkip(stateOf(current), zone, tx.now)
+        const plan = yield* planSkip(current, zone, tx.now)
         yield* tx.update(TasksTable, id, plan.writes)
         const task = yield* queries.wire(id)
         tx.emit({ event: "task.skipped", taskId: id, data: { task: task as JsonValue } })
@@ -148,16 +148,16 @@ export class TaskLifecycle extends Effect.Service<TaskLifecycle>()("steady/TaskL
         }))
 
     /** Snoozes a locked task inside a transaction. */
-    const snoozeStep = (tx: Tx, current: Row, until: Date, options: SnoozeOptions) =>
+    const snoozeStep = (tx: Tx, current: TaskRow, until: Date, options: SnoozeOptions) =>
       Effect.gen(function*() {
-        const id = Number(current.id)
-        const writes = yield* planSnooze(stateOf(current), until, options)
+        const id = current.id
+        const writes = yield* planSnooze(current, until, options)
         yield* tx.update(TasksTable, id, writes)
         tx.count("snoozes")
         const task = yield* queries.wire(id)
-        const previous = current.due_at ?? null
+        const previous = current.due_at
         tx.emit({ event: "task.snoozed", taskId: id, data: { task: task as JsonValue, previous_due_at: previous } })
-        const description = `Snoozed ${quoted(current.title)} until ${String(task.due_at)}`
+        const description = `Snoozed ${quoted(current.title)} until ${task.due_at}`
         return { ...task, previous_due_at: previous, description }
       })
 

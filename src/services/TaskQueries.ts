@@ -2,14 +2,13 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { Fragment } from "@effect/sql/Statement"
 import { Effect, Option } from "effect"
 import { NotFound } from "../domain/Errors.js"
-import type { Row } from "../domain/Json.js"
 import type { ProjectAccess } from "../domain/Project.js"
 import type { PeriodSettings, WeekStartDay } from "../domain/QuotaPeriods.js"
 import { startOfLocalDay, startOfNextLocalDay } from "../domain/LocalTime.js"
 import { type Page, pageOf } from "../domain/QueryParams.js"
-import type { TaskListQuery } from "../domain/Task.js"
+import type { Task, TaskListQuery } from "../domain/Task.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
-import { normalizeRow, taskRowJson, TasksTable } from "./Tables.js"
+import { decodeRow, taskRowJson, TasksTable } from "./Tables.js"
 import { inSharedProject, isOpen, isOverdue, isQuota, wireArray } from "./WireSql.js"
 
 /**
@@ -119,7 +118,7 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
 
     /** The wire object of one task, read inside the current transaction. */
     const wire = (id: number) =>
-      sql<{ task: Record<string, unknown> }>`SELECT steady_task_json(t) AS task FROM tasks t WHERE t.id = ${id}`.pipe(
+      sql<{ task: Task }>`SELECT steady_task_json(t) AS task FROM tasks t WHERE t.id = ${id}`.pipe(
         Effect.map((rows) => rows[0]!.task),
         Effect.orDie
       )
@@ -130,7 +129,7 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
         SELECT ${sql.literal(taskRowJson)} AS row FROM tasks t WHERE t.id = ${id} AND ${visible(user.id)} FOR UPDATE OF t`.pipe(
         Effect.orDie,
         Effect.flatMap((rows) =>
-          rows[0] === undefined ? Effect.fail(NotFound.of("Task")) : Effect.succeed(normalizeRow(TasksTable, rows[0].row) as Row)
+          rows[0] === undefined ? Effect.fail(NotFound.of("Task")) : Effect.succeed(decodeRow(TasksTable, rows[0].row))
         )
       )
 
@@ -148,7 +147,7 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
           rows[0] === undefined
             ? Effect.fail(NotFound.of("Task"))
             : Effect.succeed({
-              current: normalizeRow(TasksTable, rows[0].row) as Row,
+              current: decodeRow(TasksTable, rows[0].row),
               calendar: { zone: rows[0].timezone, weekStart: rows[0].week_start ?? "sunday" } satisfies PeriodSettings
             })
         )

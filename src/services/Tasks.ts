@@ -2,8 +2,8 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Option } from "effect"
 import { ValidationError } from "../domain/Errors.js"
 import type { JsonValue } from "../domain/Json.js"
+import type { TaskRow, Writes } from "../domain/Rows.js"
 import type { TaskCreate, TaskPatch } from "../domain/Task.js"
-import type { Row } from "../domain/Json.js"
 import type { PeriodSettings } from "../domain/QuotaPeriods.js"
 import { shouldEnrich } from "../domain/AiEnrichment.js"
 import { projectRefusal } from "../domain/Project.js"
@@ -17,7 +17,7 @@ import { TaskQueries } from "./TaskQueries.js"
 
 type Wire = Record<string, unknown>
 
-const quoted = (title: unknown) => `'${String(title)}'`
+const quoted = (title: string) => `'${title}'`
 
 /** Task writes. Each one is a single pass through the mutation pipeline. */
 export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
@@ -32,14 +32,19 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
      * A quota's current period: set when it becomes a quota or its period rule changes. The
      * owner's calendar is read only then.
      */
-    const periodWrites = (owner: Effect.Effect<PeriodSettings>, before: Row | undefined, after: Row, now: Date) =>
+    const periodWrites = (
+      owner: Effect.Effect<PeriodSettings>,
+      before: TaskRow | undefined,
+      after: Pick<TaskRow, "progress_target" | "is_tracked" | "rrule">,
+      now: Date
+    ) =>
       Effect.gen(function*() {
-        const quota = isQuota({ progress_target: Number(after.progress_target), is_tracked: Boolean(after.is_tracked) })
-        const wasQuota = before !== undefined &&
-          isQuota({ progress_target: Number(before.progress_target), is_tracked: Boolean(before.is_tracked) })
-        if (!quota) return wasQuota ? { progress_period_start: null, progress_period_end: null } : {}
-        if (wasQuota && before.rrule === after.rrule) return {}
-        const period = quotas.initialPeriod((after.rrule ?? null) as string | null, yield* owner, now)
+        const none: Writes<TaskRow> = {}
+        const quota = isQuota(after)
+        const wasQuota = before !== undefined && isQuota(before)
+        if (!quota) return wasQuota ? { progress_period_start: null, progress_period_end: null } : none
+        if (wasQuota && before.rrule === after.rrule) return none
+        const period = quotas.initialPeriod(after.rrule, yield* owner, now)
         return {
           progress_period_start: period === undefined ? null : period.start.toISOString(),
           progress_period_end: period === undefined ? null : period.end.toISOString()
@@ -76,7 +81,7 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
           const row = {
             ...(projectId === undefined ? withoutProject : base),
             ...(yield* periodWrites(quotas.settingsOf(user.id), undefined, base, tx.now)),
-            ...(enrich ? { enrichment_status: "pending" } : {})
+            ...(enrich ? { enrichment_status: "pending" as const } : {})
           }
           // The request is the row's pending status: until the task changes, the row is the
           // request's baseline too, and its first update keeps it (migration 0023).
@@ -86,9 +91,9 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
             projectId === undefined ? { project_id: sql`(SELECT id FROM projects WHERE owner_id = ${user.id} AND is_inbox)` } : {}
           )
           if (enrich) wakeWorker = yield* enrichment.noteQueued
-          tx.emit({ event: "task.created", taskId: inserted.row.id as number, data: { task: inserted.wire as JsonValue } })
+          tx.emit({ event: "task.created", taskId: inserted.id, data: { task: inserted.wire as JsonValue } })
           tx.count("tasks_created")
-          tx.describe(`Created ${quoted(inserted.row.title)}`)
+          tx.describe(`Created ${quoted(base.title)}`)
           return inserted.wire
         })).pipe(Effect.tap(() => (wakeWorker ? enrichment.wake : Effect.void)))
     }
@@ -102,7 +107,7 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
         Effect.gen(function*() {
           const { calendar, current } = yield* queries.lockForWrite(user, id)
           if (patch.project_id !== undefined && patch.project_id !== current.project_id) {
-            const refusal = projectRefusal(yield* queries.projectAccess(patch.project_id), user.id, Number(current.user_id))
+            const refusal = projectRefusal(yield* queries.projectAccess(patch.project_id), user.id, current.user_id)
             if (refusal !== undefined) return yield* Effect.fail(ValidationError.field("project_id", refusal))
           }
           // Anchors and periods on the owner's calendar, whoever edits (README: whose calendar).
@@ -127,7 +132,7 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
           const current = yield* queries.lockVisible(user, id)
           if (current.deleted_at === null) {
             yield* tx.update(TasksTable, id, { deleted_at: tx.now.toISOString() })
-            tx.emit({ event: "task.deleted", taskId: id, data: { task_id: id, title: current.title ?? "" } })
+            tx.emit({ event: "task.deleted", taskId: id, data: { task_id: id, title: current.title } })
           }
           const task = yield* queries.wire(id)
           tx.describe(`Moved ${quoted(task.title)} to the trash`)
@@ -158,7 +163,7 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
           const current = yield* queries.lockVisible(user, id)
           if (current.deleted_at !== null) return yield* Effect.fail(ValidationError.field("id", "Task is in the trash"))
           yield* tx.update(TasksTable, id, { enrichment_requested_at: tx.now.toISOString() })
-          if (enrichment.enabled) yield* enrichment.requeue(Number(current.id), String(current.original_title), tx.now)
+          if (enrichment.enabled) yield* enrichment.requeue(current.id, current.original_title, tx.now)
           tx.describe(`Queued ${quoted(current.title)} for enrichment`)
           return yield* queries.wire(id)
         })).pipe(Effect.tap(() => (enrichment.enabled ? enrichment.wake : Effect.void)))

@@ -1,7 +1,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import { NotFound, ValidationError } from "../domain/Errors.js"
-import type { JsonValue, Row } from "../domain/Json.js"
+import type { TaskRow, TimeSlotRow, Writes } from "../domain/Rows.js"
 import { instantOf, localParts, localTimeOfDay } from "../domain/LocalTime.js"
 import { isValidClock, type Move, movesForDelete, movesForEdit, nearestSlot, type ReminderTime } from "../domain/SlotMoves.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
@@ -9,14 +9,7 @@ import { Mutations, type Tx } from "./Mutations.js"
 import { PreferencesService } from "./PreferencesService.js"
 import { TasksTable, TimeSlotsTable } from "./Tables.js"
 
-interface SlotRow {
-  readonly id: number
-  readonly user_id: number
-  readonly label: string
-  readonly start_time: string
-  readonly sort_order: number
-  readonly created_at: string
-}
+type SlotRow = TimeSlotRow
 
 const Label = (label: string) => label.trim()
 
@@ -69,7 +62,7 @@ export class TimeSlots extends Effect.Service<TimeSlots>()("steady/TimeSlots", {
           })
           yield* renumber(tx, user.id)
           tx.describe(`Added the time slot '${Label(label)}' at ${startTime}`)
-          return yield* slotJson(Number(row.id))
+          return yield* slotJson(row.id)
         }))
 
     /** The user's open reminders with their local time of day. */
@@ -97,7 +90,7 @@ export class TimeSlots extends Effect.Service<TimeSlots>()("steady/TimeSlots", {
       Effect.gen(function*() {
         for (const move of moves) {
           const reminder = reminders.find((r) => r.id === move.reminderId)!
-          const writes: Row = { anchor_time: move.to }
+          const writes: Writes<TaskRow> = { anchor_time: move.to }
           if (reminder.due_at !== null) {
             const p = localParts(new Date(reminder.due_at), zone)
             const due = instantOf(zone, p.year, p.month, p.day, Number(move.to.slice(0, 2)), Number(move.to.slice(3, 5)))
@@ -111,7 +104,7 @@ export class TimeSlots extends Effect.Service<TimeSlots>()("steady/TimeSlots", {
 
     /** Quotas whose prompts start in this slot (configured, or by the user's default). */
     const quotasPromptingIn = (userId: number, slotId: number, isDefault: boolean) =>
-      sql<{ id: number; quota_prompt_config: JsonValue }>`
+      sql<Pick<TaskRow, "id" | "quota_prompt_config">>`
         SELECT id, quota_prompt_config FROM tasks
         WHERE user_id = ${userId} AND (is_tracked OR progress_target > 1) AND NOT done AND deleted_at IS NULL
           AND ((quota_prompt_config->>'slot_id')::int = ${slotId}
@@ -143,7 +136,7 @@ export class TimeSlots extends Effect.Service<TimeSlots>()("steady/TimeSlots", {
               yield* checkFree(slots, newStart, id)
               const reminders = yield* remindersOf(user.id, prefs.timezone)
               const moves = movesForEdit(slots, id, newStart, reminders)
-              const writes: Row = {}
+              const writes: Writes<TimeSlotRow> = {}
               if (patch.label !== undefined) writes.label = Label(patch.label)
               if (newStart !== slot.start_time) writes.start_time = newStart
               yield* tx.update(TimeSlotsTable, id, writes)
@@ -154,7 +147,7 @@ export class TimeSlots extends Effect.Service<TimeSlots>()("steady/TimeSlots", {
               tx.describe(
                 newStart !== slot.start_time
                   ? `Moved the time slot '${slot.label}' from ${slot.start_time} to ${newStart}`
-                  : `Renamed the time slot '${slot.label}' to '${String(writes.label ?? slot.label)}'`
+                  : `Renamed the time slot '${slot.label}' to '${writes.label ?? slot.label}'`
               )
               return { slot: yield* slotJson(id), reminders_moved: remindersMoved, quotas_moved: quotasMoved }
             })
@@ -176,8 +169,7 @@ export class TimeSlots extends Effect.Service<TimeSlots>()("steady/TimeSlots", {
             const heir = nearestSlot(slots.filter((s) => s.id !== id), slot.start_time)!
             const configured = yield* quotasPromptingIn(user.id, id, false)
             for (const quota of configured) {
-              const config = (quota.quota_prompt_config ?? {}) as Record<string, JsonValue>
-              yield* tx.update(TasksTable, quota.id, { quota_prompt_config: { ...config, slot_id: heir.id } })
+              yield* tx.update(TasksTable, quota.id, { quota_prompt_config: { ...quota.quota_prompt_config, slot_id: heir.id } })
             }
             const before = yield* slotJson(id)
             yield* tx.remove(TimeSlotsTable, id)

@@ -9,7 +9,18 @@ import type { CurrentUserShape } from "./CurrentUser.js"
 import { Mutations, type Tx } from "./Mutations.js"
 import { Quotas } from "./Quotas.js"
 import { now as clockNow } from "./ServiceClock.js"
-import { type TableSpec, tablesByName } from "./Tables.js"
+import {
+  type AnyRow,
+  CompletionsTable,
+  decodeRow,
+  ProjectsTable,
+  QuotaPeriodsTable,
+  type TableRow,
+  type TableSpec,
+  tablesByName,
+  TasksTable,
+  TimeSlotsTable
+} from "./Tables.js"
 import { TaskQueries } from "./TaskQueries.js"
 
 interface EntryRow {
@@ -66,31 +77,36 @@ export class UndoService extends Effect.Service<UndoService>()("steady/UndoServi
      * now, not when the action was recorded: rows as they are and as the step would leave
      * them must both be the user's to write (README, Undo / redo: access is judged at undo/redo time).
      */
-    const accessRefusal = (user: CurrentUserShape, table: TableSpec, current: Row | undefined, step: Step) =>
+    const accessRefusal = (user: CurrentUserShape, table: TableSpec, current: AnyRow | undefined, step: Step) =>
       Effect.gen(function*() {
         const after = applyStep(current, step)
         const rows = [current, after].filter((r): r is Row => r !== undefined)
+        // Rows of the undo log hold whole rows of the table named (see `applyStep`).
+        const as = <R extends TableRow>(spec: TableSpec<R>) => rows.map((r) => decodeRow(spec, r))
         switch (table.name) {
           case "tasks": {
-            if (current !== undefined && (yield* taskVisible(user.id, step.id)) !== true) return LOST_ACCESS
-            if (after !== undefined && (current === undefined || after.project_id !== current.project_id)) {
-              const target = yield* queries.projectAccess(Number(after.project_id))
-              if (projectRefusal(target, user.id, Number(after.user_id)) !== undefined) return PROJECT_HIDDEN
+            const [was, will] = [current, after].map((r) => r === undefined ? undefined : decodeRow(TasksTable, r))
+            if (was !== undefined && (yield* taskVisible(user.id, step.id)) !== true) return LOST_ACCESS
+            if (will !== undefined && (was === undefined || will.project_id !== was.project_id)) {
+              const target = yield* queries.projectAccess(will.project_id)
+              if (projectRefusal(target, user.id, will.user_id) !== undefined) return PROJECT_HIDDEN
             }
             return undefined
           }
           case "completions":
           case "quota_periods": {
-            for (const row of rows) {
-              const visible = yield* taskVisible(user.id, Number(row.task_id))
-              if (visible === false || (visible === undefined && Number(row.user_id) !== user.id)) return LOST_ACCESS
+            const records: ReadonlyArray<{ readonly task_id: number; readonly user_id: number }> =
+              table.name === "completions" ? as(CompletionsTable) : as(QuotaPeriodsTable)
+            for (const row of records) {
+              const visible = yield* taskVisible(user.id, row.task_id)
+              if (visible === false || (visible === undefined && row.user_id !== user.id)) return LOST_ACCESS
             }
             return undefined
           }
           case "projects":
-            return rows.every((r) => Number(r.owner_id) === user.id) ? undefined : LOST_ACCESS
+            return as(ProjectsTable).every((r) => r.owner_id === user.id) ? undefined : LOST_ACCESS
           case "time_slots":
-            return rows.every((r) => Number(r.user_id) === user.id) ? undefined : LOST_ACCESS
+            return as(TimeSlotsTable).every((r) => r.user_id === user.id) ? undefined : LOST_ACCESS
           default:
             return LOST_ACCESS
         }
@@ -116,15 +132,15 @@ export class UndoService extends Effect.Service<UndoService>()("steady/UndoServi
               const set = touched.get(step.id) ?? new Set()
               fields.forEach((f) => set.add(f))
               touched.set(step.id, set)
-              if ("snooze_count" in step.writes && current !== undefined) {
-                tx.count("snoozes", Number(step.writes.snooze_count) - Number(current.snooze_count))
-              }
+              const next = step.writes.snooze_count
+              const was = current?.snooze_count
+              if (typeof next === "number" && typeof was === "number") tx.count("snoozes", next - was)
             }
             return
           }
           case "insert": {
-            yield* tx.restoreRow(table, step.row)
-            if (table.name === "completions") tx.count("completions", 1, new Date(String(step.row.completed_at)))
+            yield* tx.restoreRow(table, step.id, step.row)
+            if (table.name === "completions") tx.count("completions", 1, new Date(decodeRow(CompletionsTable, step.row).completed_at))
             if (table.name === "tasks") touched.set(step.id, new Set(["deleted_at"]))
             return
           }
@@ -141,11 +157,11 @@ export class UndoService extends Effect.Service<UndoService>()("steady/UndoServi
               const trashed = yield* Effect.orDie(sql<{ id: number; inbox: number }>`
                 SELECT t.id, p.id AS inbox FROM tasks t JOIN projects p ON p.owner_id = t.user_id AND p.is_inbox
                 WHERE t.project_id = ${step.id} ORDER BY t.id FOR UPDATE OF t`)
-              for (const task of trashed) yield* tx.update(tablesByName.tasks!, task.id, { project_id: task.inbox })
+              for (const task of trashed) yield* tx.update(TasksTable, task.id, { project_id: task.inbox })
             }
             yield* tx.remove(table, step.id)
             if (table.name === "completions" && current !== undefined) {
-              tx.count("completions", -1, new Date(String(current.completed_at)))
+              tx.count("completions", -1, new Date(decodeRow(CompletionsTable, current).completed_at))
             }
             return
           }

@@ -62,7 +62,7 @@ describe("planEnrichment", () => {
 
 describe("userChanged", () => {
   it("compares a field with its value when enrichment was requested", () => {
-    const base = { title: "a", labels: ["x"], priority: 0, due_at: null, project_id: 1, rrule: null, notes: "", recurrence_mode: "from_due" }
+    const base = { title: "a", labels: ["x"], priority: 0, due_at: null, project_id: 1, rrule: null, notes: "", recurrence_mode: "from_due" as const }
     expect(userChanged(base, { ...base, labels: ["x"] }, "labels")).toBe(false)
     expect(userChanged(base, { ...base, labels: ["x", "y"] }, "labels")).toBe(true)
     expect(userChanged(base, { ...base, title: "b" }, "title")).toBe(true)

@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Either, FastCheck as fc } from "effect"
 import { ValidationError } from "../../src/domain/Errors.js"
 import type { ProjectId } from "../../src/domain/Ids.js"
-import type { Row } from "../../src/domain/Json.js"
+import type { TaskRow } from "../../src/domain/Rows.js"
 import { isBarePeriodRule, parseRule } from "../../src/domain/Recurrence.js"
 import type { TaskCreate, TaskPatch } from "../../src/domain/Task.js"
 import {
@@ -413,11 +413,36 @@ describe("newTaskRow", () => {
 // ---------------------------------------------------------------------------------------
 
 /** A stored plain task due 2026-11-25 03:00 New York, with a deadline. */
-const stored = (overrides: Row = {}): Row => ({
+const stored = (overrides: Partial<TaskRow> = {}): TaskRow => ({
   id: 11,
   user_id: 3,
   project_id: 7,
   title: "Buy milk",
+  original_title: "Buy milk",
+  done: false,
+  done_at: null,
+  previous_due_at: null,
+  last_considered_at: null,
+  segment_deferred_at: null,
+  segment_targeted_at: null,
+  occurrence_at: null,
+  deleted_at: null,
+  archived_at: null,
+  progress_period_start: null,
+  progress_period_end: null,
+  series_start_at: null,
+  quota_prompt_config: null,
+  quota_day_state: { date: null, logged: 0, did: [], considered: [], did_applied: {} },
+  completion_count: 0,
+  skip_count: 0,
+  snooze_count: 0,
+  first_completed_at: null,
+  last_completed_at: null,
+  enrichment_requested_at: null,
+  enrichment_status: null,
+  enrichment_baseline: null,
+  created_at: "2026-11-20T12:00:00.000Z",
+  updated_at: "2026-11-20T12:00:00.000Z",
   short_title: "Milk",
   priority: 0,
   due_at: "2026-11-25T08:00:00.000Z",
@@ -444,7 +469,7 @@ const stored = (overrides: Row = {}): Row => ({
   ...overrides
 })
 const PCTX = { now: NOW, zone: "America/New_York" }
-const patch = (current: Row, p: TaskPatch) => patchTaskRow(current, p, PCTX)
+const patch = (current: TaskRow, p: TaskPatch) => patchTaskRow(current, p, PCTX)
 
 describe("patchTaskRow", () => {
   it("writes nothing for an empty patch", () => {
