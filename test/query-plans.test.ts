@@ -165,7 +165,7 @@ describe(`query plans without statistics (${databaseKind()})`, () => {
     }
   }
 
-  const list = (who: CurrentUserShape, q: TaskListQuery) => Effect.flatMap(TaskQueries, (t) => t.listJson(who, q, NOW))
+  const list = (who: CurrentUserShape, q: TaskListQuery) => Effect.flatMap(TaskQueries, (t) => t.listJsonAt(who, q, NOW))
 
   /** Filters the index answers in order: a page (per branch) is all they read. */
   const paged: ReadonlyArray<TaskListQuery> = [
@@ -203,8 +203,8 @@ describe(`query plans without statistics (${databaseKind()})`, () => {
     }
     await check(`${phase} get`, Effect.flatMap(TaskQueries, (t) => t.getJson(big, bigTask)), 2)
     await check(`${phase} get (not visible)`, Effect.flatMap(TaskQueries, (t) => t.getJson(small, bigTask)), 2)
-    await check(`${phase} counts`, Effect.flatMap(TaskQueries, (t) => t.counts(big, NOW)), BIG)
-    await check(`${phase} small counts`, Effect.flatMap(TaskQueries, (t) => t.counts(small, NOW)), SMALL)
+    await check(`${phase} counts`, Effect.flatMap(TaskQueries, (t) => t.countsAt(big, NOW)), BIG)
+    await check(`${phase} small counts`, Effect.flatMap(TaskQueries, (t) => t.countsAt(small, NOW)), SMALL)
     // Unanalyzed, PostgreSQL fetches the caller's trash and sorts it rather than reading it in index order.
     await check(`${phase} trash`, Effect.flatMap(TaskQueries, (t) => t.trashJson(big, { limit: 50, offset: 0 })), Math.ceil(BIG / 19))
     await check(`${phase} completions`, Effect.flatMap(History, (h) => h.completionsJson(big, { limit: 50 })), 2)

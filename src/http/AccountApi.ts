@@ -30,6 +30,11 @@ export const TokenCreate = Schema.Struct({
   )
 })
 
+export const TokenList = Schema.Struct({ tokens: Schema.Array(TokenListItem) })
+export const TokenDeleted = Schema.Struct({ deleted: Schema.Literal(true) })
+export const SessionCreated = Schema.Struct({ user: Me, expires_at: Timestamp })
+export const SessionDeleted = Schema.Struct({ signed_out: Schema.Boolean })
+
 /** Who the caller is, their preferences and their API tokens. */
 export class AccountApi extends HttpApiGroup.make("account")
   .add(HttpApiEndpoint.get("me", "/api/auth/me").addSuccess(Data(Me)))
@@ -40,12 +45,12 @@ export class AccountApi extends HttpApiGroup.make("account")
     )
   )
   .add(
-    HttpApiEndpoint.get("tokens", "/api/tokens").addSuccess(Data(Schema.Struct({ tokens: Schema.Array(TokenListItem) })))
+    HttpApiEndpoint.get("tokens", "/api/tokens").addSuccess(Data(TokenList))
   )
   .add(HttpApiEndpoint.post("createToken", "/api/tokens").setPayload(TokenCreate).addSuccess(Data(CreatedToken), { status: 201 }))
   .add(
     HttpApiEndpoint.del("deleteToken", "/api/tokens/:id").setPath(TokenIdParam).addSuccess(
-      Data(Schema.Struct({ deleted: Schema.Literal(true) }))
+      Data(TokenDeleted)
     )
   )
   .middleware(Authentication)
@@ -58,10 +63,10 @@ export class AccountApi extends HttpApiGroup.make("account")
 export class SessionApi extends HttpApiGroup.make("session")
   .add(
     HttpApiEndpoint.post("createSession", "/api/auth/session").addSuccess(
-      Data(Schema.Struct({ user: Me, expires_at: Timestamp }))
+      Data(SessionCreated)
     )
   )
   .add(
-    HttpApiEndpoint.del("deleteSession", "/api/auth/session").addSuccess(Data(Schema.Struct({ signed_out: Schema.Boolean })))
+    HttpApiEndpoint.del("deleteSession", "/api/auth/session").addSuccess(Data(SessionDeleted))
   )
 {}

@@ -3,10 +3,13 @@ import { Cookies } from "@effect/platform"
 import { Duration, Effect } from "effect"
 import { Authenticator } from "../services/Authenticator.js"
 import { Credentials, SESSION_COOKIE, SESSION_LIFETIME_DAYS } from "../services/Credentials.js"
-import { CurrentUser, type CurrentUserShape } from "../services/CurrentUser.js"
+import type { CurrentUserShape } from "../services/CurrentUser.js"
+import { Preferences } from "../domain/Preferences.js"
 import { PreferencesService } from "../services/PreferencesService.js"
+import { CreatedToken, Me, SessionCreated, SessionDeleted, TokenDeleted, TokenList } from "./AccountApi.js"
+import { answerData, dataResponse } from "./Answer.js"
 import { Api } from "./Api.js"
-import { sendData, whole } from "./Envelope.js"
+import { whole } from "./Envelope.js"
 
 const meOf = (preferences: PreferencesService) => (user: CurrentUserShape) =>
   Effect.map(preferences.get(user), (prefs) => ({
@@ -22,22 +25,15 @@ export const AccountHttpLive = HttpApiBuilder.group(Api, "account", (handlers) =
     const credentials = yield* Credentials
     const me = meOf(preferences)
     return handlers
-      .handle("me", () => Effect.flatMap(CurrentUser, me).pipe(Effect.map((body) => sendData(body))), whole)
-      .handle("preferences", () => Effect.flatMap(CurrentUser, preferences.get).pipe(Effect.map((p) => sendData(p))), whole)
-      .handle("updatePreferences", ({ payload }) =>
-        Effect.flatMap(CurrentUser, (user) => preferences.update(user, payload)).pipe(Effect.map((p) => sendData(p))), whole)
+      .handle("me", () => answerData(Me)(me), whole)
+      .handle("preferences", () => answerData(Preferences)(preferences.get), whole)
+      .handle("updatePreferences", ({ payload }) => answerData(Preferences)((user) => preferences.update(user, payload)), whole)
       .handle("tokens", () =>
-        Effect.flatMap(CurrentUser, (user) => credentials.listTokens(user.id)).pipe(
-          Effect.map((tokens) => sendData({ tokens }))
-        ), whole)
+        answerData(TokenList)((user) => Effect.map(credentials.listTokens(user.id), (tokens) => ({ tokens }))), whole)
       .handle("createToken", ({ payload }) =>
-        Effect.flatMap(CurrentUser, (user) => credentials.createCappedToken(user.id, payload.name.trim())).pipe(
-          Effect.map((token) => sendData(token, 201))
-        ), whole)
+        answerData(CreatedToken, 201)((user) => credentials.createCappedToken(user.id, payload.name.trim())), whole)
       .handle("deleteToken", ({ path }) =>
-        Effect.flatMap(CurrentUser, (user) => credentials.deleteToken(user.id, path.id)).pipe(
-          Effect.as(sendData({ deleted: true }))
-        ), whole)
+        answerData(TokenDeleted)((user) => Effect.as(credentials.deleteToken(user.id, path.id), { deleted: true as const })), whole)
   }))
 
 export const SessionHttpLive = HttpApiBuilder.group(Api, "session", (handlers) =>
@@ -53,7 +49,7 @@ export const SessionHttpLive = HttpApiBuilder.group(Api, "session", (handlers) =
           const { tokenId, user } = yield* authenticator.bearerToken(request)
           const session = yield* credentials.createSession(user.id, tokenId)
           const body = { user: yield* me(user), expires_at: session.expires.toISOString() }
-          return yield* HttpServerResponse.setCookie(sendData(body), SESSION_COOKIE, session.secret, {
+          return yield* HttpServerResponse.setCookie(dataResponse(SessionCreated, body), SESSION_COOKIE, session.secret, {
             httpOnly: true,
             sameSite: "lax",
             path: "/",
@@ -67,7 +63,7 @@ export const SessionHttpLive = HttpApiBuilder.group(Api, "session", (handlers) =
           const request = yield* HttpServerRequest.HttpServerRequest
           const secret = Cookies.parseHeader(request.headers["cookie"] ?? "")[SESSION_COOKIE]
           if (secret !== undefined && secret !== "") yield* credentials.deleteSession(secret)
-          return yield* HttpServerResponse.expireCookie(sendData({ signed_out: true }), SESSION_COOKIE, { path: "/" }).pipe(
+          return yield* HttpServerResponse.expireCookie(dataResponse(SessionDeleted, { signed_out: true }), SESSION_COOKIE, { path: "/" }).pipe(
             Effect.orDie
           )
         }), whole)

@@ -70,6 +70,9 @@ export const InsightResults = Schema.Struct({
   count: Schema.Int
 }).annotations({ identifier: "AiInsightResults" })
 
+export const QuickTake = Schema.Struct({ text: Schema.String })
+export const InsightsStarted = Schema.Struct({ session_id: Schema.String, total_tasks: Schema.Int, started_at: Timestamp })
+
 /**
  * The AI helpers (spec §4.9, CONTRACT §8). With AI off every operation answers 503 except
  * the insights status (a stored read) and the model test (which reports it in its body).
@@ -82,7 +85,7 @@ export class AiApi extends HttpApiGroup.make("ai")
   .add(
     HttpApiEndpoint.post("quickTake", "/api/ai/quick-take")
       .setPayload(Schema.Struct({ title: Title, has_due_date: Schema.optional(Schema.Boolean) }))
-      .addSuccess(Data(Schema.Struct({ text: Schema.String })))
+      .addSuccess(Data(QuickTake))
       .annotate(OpenApi.Description, "One line (at most 200 characters) on a new title, in the context of the user's list. 503 when AI is off or the provider fails (reason in details).")
   )
   .add(
@@ -93,7 +96,7 @@ export class AiApi extends HttpApiGroup.make("ai")
   )
   .add(
     HttpApiEndpoint.post("insightsGenerate", "/api/ai/insights/generate").addSuccess(
-      Data(Schema.Struct({ session_id: Schema.String, total_tasks: Schema.Int, started_at: Timestamp }))
+      Data(InsightsStarted)
     ).annotate(OpenApi.Description, "Starts scoring the user's open tasks in the background, in chunks. 409 while a session runs.")
   )
   .add(

@@ -1,24 +1,20 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
+import { BulkCountsSchema, BulkDoneCountsSchema } from "../domain/Bulk.js"
 import { BulkActions } from "../services/BulkActions.js"
-import { CurrentUser } from "../services/CurrentUser.js"
+import { answerBare } from "./Answer.js"
 import { Api } from "./Api.js"
-import { sendBare, whole } from "./Envelope.js"
+import { whole } from "./Envelope.js"
 
+/** Bulk operations answer the bare counts object, not wrapped in data (spec §1, §4.3). */
 export const BulkHttpLive = HttpApiBuilder.group(Api, "bulk", (handlers) =>
   Effect.gen(function*() {
     const bulk = yield* BulkActions
     return handlers
       .handle("done", ({ payload }) =>
-        Effect.flatMap(CurrentUser, (user) => bulk.done(user, payload.ids, payload.close_period === true)).pipe(
-          Effect.map((r) => sendBare(r))
-        ), whole)
+        answerBare(BulkDoneCountsSchema)((user) => bulk.done(user, payload.ids, payload.close_period === true)), whole)
       .handle("snooze", ({ payload }) =>
-        Effect.flatMap(CurrentUser, (user) => bulk.snooze(user, payload.task_ids ?? payload.ids ?? [], payload.until)).pipe(
-          Effect.map((r) => sendBare(r))
-        ), whole)
-      .handle("snoozeOverdue", ({ payload }) =>
-        Effect.flatMap(CurrentUser, (user) => bulk.snoozeOverdue(user, payload.until)).pipe(Effect.map((r) => sendBare(r))), whole)
-      .handle("edit", ({ payload }) =>
-        Effect.flatMap(CurrentUser, (user) => bulk.edit(user, payload)).pipe(Effect.map((r) => sendBare(r))), whole)
+        answerBare(BulkCountsSchema)((user) => bulk.snooze(user, payload.task_ids ?? payload.ids ?? [], payload.until)), whole)
+      .handle("snoozeOverdue", ({ payload }) => answerBare(BulkCountsSchema)((user) => bulk.snoozeOverdue(user, payload.until)), whole)
+      .handle("edit", ({ payload }) => answerBare(BulkCountsSchema)((user) => bulk.edit(user, payload)), whole)
   }))

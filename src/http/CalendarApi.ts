@@ -26,6 +26,8 @@ export const CalendarText = HttpApiSchema.Text({ contentType: "text/calendar" })
   description: "RFC 5545 iCalendar, UTF-8, CRLF lines folded at 75 octets"
 })
 
+export const CalendarKeyDeleted = Schema.Struct({ deleted: Schema.Literal(true) })
+
 /** Making and revoking the calendar feed's key (issue 14). */
 export class CalendarKeyApi extends HttpApiGroup.make("calendarKey")
   .add(
@@ -38,7 +40,7 @@ export class CalendarKeyApi extends HttpApiGroup.make("calendarKey")
   )
   .add(
     HttpApiEndpoint.del("deleteCalendarKey", "/api/calendar/key")
-      .addSuccess(Data(Schema.Struct({ deleted: Schema.Literal(true) })))
+      .addSuccess(Data(CalendarKeyDeleted))
       .annotate(OpenApi.Description, "Revokes the feed key; 404 when there is none")
   )
   .middleware(Authentication)

@@ -3,9 +3,10 @@ import { Effect } from "effect"
 import { Unauthorized } from "../domain/Errors.js"
 import { Authenticator } from "../services/Authenticator.js"
 import { CalendarFeeds } from "../services/CalendarFeeds.js"
-import { CurrentUser } from "../services/CurrentUser.js"
+import { answerData } from "./Answer.js"
 import { Api } from "./Api.js"
-import { sendData, whole } from "./Envelope.js"
+import { CalendarKey, CalendarKeyDeleted } from "./CalendarApi.js"
+import { whole } from "./Envelope.js"
 
 export const CalendarKeyHttpLive = HttpApiBuilder.group(Api, "calendarKey", (handlers) =>
   Effect.gen(function*() {
@@ -13,15 +14,16 @@ export const CalendarKeyHttpLive = HttpApiBuilder.group(Api, "calendarKey", (han
     const authenticator = yield* Authenticator
     return handlers
       .handle("createCalendarKey", () =>
-        Effect.gen(function*() {
-          const user = yield* CurrentUser
-          const origin = authenticator.publicOrigin(yield* HttpServerRequest.HttpServerRequest)
-          const { key, created_at } = yield* feeds.createKey(user.id)
-          const url = `${origin}/api/calendar.ics?key=${key}`
-          return sendData({ key, url, webcal_url: url.replace(/^https?:/, "webcal:"), created_at }, 201)
-        }), whole)
+        answerData(CalendarKey, 201)((user) =>
+          Effect.gen(function*() {
+            const origin = authenticator.publicOrigin(yield* HttpServerRequest.HttpServerRequest)
+            const { key, created_at } = yield* feeds.createKey(user.id)
+            const url = `${origin}/api/calendar.ics?key=${key}`
+            return { key, url, webcal_url: url.replace(/^https?:/, "webcal:"), created_at }
+          })
+        ), whole)
       .handle("deleteCalendarKey", () =>
-        Effect.flatMap(CurrentUser, (user) => feeds.revokeKey(user.id)).pipe(Effect.as(sendData({ deleted: true }))), whole)
+        answerData(CalendarKeyDeleted)((user) => Effect.as(feeds.revokeKey(user.id), { deleted: true as const })), whole)
   }))
 
 export const CalendarFeedHttpLive = HttpApiBuilder.group(Api, "calendarFeed", (handlers) =>

@@ -5,17 +5,18 @@ import { ValidationError } from "../domain/Errors.js"
 import { type Bound, ChangeFeed, changeJson, checkCursor } from "../services/ChangeFeed.js"
 import { ChangeHub } from "../services/ChangeHub.js"
 import { CurrentUser } from "../services/CurrentUser.js"
+import { bareResponse, jsonTextResponse } from "./Answer.js"
 import { Api } from "./Api.js"
-import { DEFAULT_CHANGES_LIMIT } from "./ChangesApi.js"
-import { sendJsonText, whole } from "./Envelope.js"
+import { ChangePage, CursorExpiredWire, DEFAULT_CHANGES_LIMIT } from "./ChangesApi.js"
+import { whole } from "./Envelope.js"
 import { whenDraining } from "./GracefulStop.js"
 
 const expired = (b: Bound) =>
-  HttpServerResponse.unsafeJson({
+  bareResponse(CursorExpiredWire, {
     error: "The cursor is older than the change feed keeps; resume from oldest_cursor after a full sync",
     code: "GONE",
     details: { oldest_cursor: encodeCursor(b.horizon) }
-  }, { status: 410 })
+  }, 410)
 
 /** Where to read from: the cursor given, else `fallback`; 400 for a cursor we never issued. */
 const startOf = (field: string, cursor: string | undefined, b: Bound, fallback: Position) => {
@@ -51,7 +52,8 @@ export const ChangesHttpLive = HttpApiBuilder.group(Api, "changes", (handlers) =
           if (from === undefined) return expired(b)
           const page = yield* feed.page(user.id, from, urlParams.limit ?? DEFAULT_CHANGES_LIMIT, b)
           const changes = page.rows.map((row) => changeJson(row, user.id)).join(",")
-          return sendJsonText(
+          return jsonTextResponse(
+            ChangePage,
             `{"data":{"changes":[${changes}],"next_cursor":"${encodeCursor(page.next)}","has_more":${page.hasMore}}}`
           )
         }), whole)

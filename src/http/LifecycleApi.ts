@@ -26,6 +26,9 @@ export const SnoozeResult = Schema.extend(
   Schema.Struct({ previous_due_at: Schema.NullOr(Timestamp), description: Schema.String })
 )
 
+export const CompletionPage = Schema.Struct({ completions: Schema.Array(Completion), count: Schema.Int })
+export const Stats = Schema.Union(StatsSummary, StatsRange)
+
 /** The state transitions of spec §3, the completion history and statistics (§4.5). */
 export class LifecycleApi extends HttpApiGroup.make("lifecycle")
   .add(HttpApiEndpoint.post("done", "/api/tasks/:id/done").setPath(TaskIdParam).setPayload(DonePayload).addSuccess(Data(DoneResult)))
@@ -40,12 +43,12 @@ export class LifecycleApi extends HttpApiGroup.make("lifecycle")
   )
   .add(
     HttpApiEndpoint.get("completions", "/api/completions").setUrlParams(CompletionsQuery).addSuccess(
-      Data(Schema.Struct({ completions: Schema.Array(Completion), count: Schema.Int }))
+      Data(CompletionPage)
     )
   )
   .add(
     HttpApiEndpoint.get("stats", "/api/stats").setUrlParams(StatsQuery).addSuccess(
-      Data(Schema.Union(StatsSummary, StatsRange))
+      Data(Stats)
     )
   )
   .middleware(Authentication)

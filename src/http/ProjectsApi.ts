@@ -5,16 +5,20 @@ import { Project, ProjectCreate, ProjectPatch, ProjectReorder } from "../domain/
 import { Data } from "./Envelope.js"
 import { Authentication } from "./Security.js"
 
+export const ProjectList = Schema.Struct({ projects: Schema.Array(Project), count: Schema.Int })
+export const Reordered = Schema.Struct({ reordered: Schema.Int })
+export const ProjectDeleted = Schema.Struct({ deleted: Schema.Literal(true), tasks_moved_to_inbox: Schema.Int })
+
 export class ProjectsApi extends HttpApiGroup.make("projects")
   .add(
     HttpApiEndpoint.get("list", "/api/projects").addSuccess(
-      Data(Schema.Struct({ projects: Schema.Array(Project), count: Schema.Int }))
+      Data(ProjectList)
     )
   )
   .add(HttpApiEndpoint.post("create", "/api/projects").setPayload(ProjectCreate).addSuccess(Data(Project), { status: 201 }))
   .add(
     HttpApiEndpoint.patch("reorder", "/api/projects/reorder").setPayload(ProjectReorder).addSuccess(
-      Data(Schema.Struct({ reordered: Schema.Int }))
+      Data(Reordered)
     )
   )
   .add(HttpApiEndpoint.get("get", "/api/projects/:id").setPath(ProjectIdParam).addSuccess(Data(Project)))
@@ -25,7 +29,7 @@ export class ProjectsApi extends HttpApiGroup.make("projects")
   )
   .add(
     HttpApiEndpoint.del("delete", "/api/projects/:id").setPath(ProjectIdParam).addSuccess(
-      Data(Schema.Struct({ deleted: Schema.Literal(true), tasks_moved_to_inbox: Schema.Int }))
+      Data(ProjectDeleted)
     )
   )
   .middleware(Authentication)

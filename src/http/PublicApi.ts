@@ -13,21 +13,24 @@ export const NotificationActionPayload = Schema.Struct({
   task_id: TaskId
 })
 
+export const VapidKey = Schema.Struct({ public_key: Schema.String, configured: Schema.Boolean })
+export const NotificationActed = Schema.Struct({
+  action: Schema.String,
+  task_id: Schema.Int,
+  until: Schema.optional(Timestamp),
+  task: Task
+})
+
 /** Endpoints without header authentication (spec §5). */
 export class PublicApi extends HttpApiGroup.make("public")
   .add(
     HttpApiEndpoint.get("vapidKey", "/api/push/vapid-key").addSuccess(
-      Data(Schema.Struct({ public_key: Schema.String, configured: Schema.Boolean }))
+      Data(VapidKey)
     )
   )
   .add(
     HttpApiEndpoint.post("notificationAction", "/api/notifications/actions").setPayload(NotificationActionPayload).addSuccess(
-      Data(Schema.Struct({
-        action: Schema.String,
-        task_id: Schema.Int,
-        until: Schema.optional(Timestamp),
-        task: Task
-      }))
+      Data(NotificationActed)
     )
   )
 {}

@@ -15,6 +15,8 @@ export const ProgressPayload = Schema.NullOr(
 
 export const ProgressResult = Schema.extend(Task, Schema.Struct({ met: Schema.Boolean, description: Schema.String }))
 
+export const QuotaList = Schema.Struct({ quotas: Schema.Array(Task), total: Schema.Int, has_any: Schema.Boolean })
+
 /** Quota progress and the quota list (spec §4.2, §4.4). */
 export class QuotasApi extends HttpApiGroup.make("quotas")
   .add(
@@ -24,7 +26,7 @@ export class QuotasApi extends HttpApiGroup.make("quotas")
   )
   .add(
     HttpApiEndpoint.get("list", "/api/quotas").addSuccess(
-      Data(Schema.Struct({ quotas: Schema.Array(Task), total: Schema.Int, has_any: Schema.Boolean }))
+      Data(QuotaList)
     )
   )
   .middleware(Authentication)

@@ -15,32 +15,34 @@ export const PromptKeys = Schema.Struct({
   ).pipe(Schema.minItems(1), Schema.maxItems(500))
 })
 
-const PromptResult = Schema.Struct({ considered: Schema.Int, did: Schema.Int, tasks: Schema.Array(Task) })
+export const PromptResult = Schema.Struct({ considered: Schema.Int, did: Schema.Int, tasks: Schema.Array(Task) })
+export const PromptsRestored = Schema.Struct({ restored: Schema.Int, tasks: Schema.Array(Task) })
+export const TodaysReminders = Schema.Struct({
+  date: Schema.String,
+  groups: Schema.Array(Schema.Struct({
+    slot: TimeSlot,
+    reminders: Schema.Array(Task),
+    prompts: Schema.Array(QuotaPromptSchema),
+    count: Schema.Int,
+    considered: Schema.Int
+  })),
+  total: Schema.Int,
+  prompts_total: Schema.Int,
+  has_any: Schema.Boolean
+})
 
 /** Today's reminders and quota prompts by time slot, and the prompt actions. */
 export class RemindersApi extends HttpApiGroup.make("reminders")
   .add(
     HttpApiEndpoint.get("list", "/api/reminders").addSuccess(
-      Data(Schema.Struct({
-        date: Schema.String,
-        groups: Schema.Array(Schema.Struct({
-          slot: TimeSlot,
-          reminders: Schema.Array(Task),
-          prompts: Schema.Array(QuotaPromptSchema),
-          count: Schema.Int,
-          considered: Schema.Int
-        })),
-        total: Schema.Int,
-        prompts_total: Schema.Int,
-        has_any: Schema.Boolean
-      }))
+      Data(TodaysReminders)
     )
   )
   .add(HttpApiEndpoint.post("did", "/api/quota-prompts/did").setPayload(PromptKeys).addSuccess(Data(PromptResult)))
   .add(HttpApiEndpoint.post("consider", "/api/quota-prompts/consider").setPayload(PromptKeys).addSuccess(Data(PromptResult)))
   .add(
     HttpApiEndpoint.post("restore", "/api/quota-prompts/restore").setPayload(PromptKeys).addSuccess(
-      Data(Schema.Struct({ restored: Schema.Int, tasks: Schema.Array(Task) }))
+      Data(PromptsRestored)
     )
   )
   .middleware(Authentication)

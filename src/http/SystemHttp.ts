@@ -8,8 +8,10 @@ import { AppConfig } from "../services/AppConfig.js"
 import { giveUpAfter } from "../services/DatabaseFailures.js"
 import { renderMetrics } from "../services/MetricsReport.js"
 import { checkReadiness } from "../services/Readiness.js"
+import { bareResponse } from "./Answer.js"
 import { Api } from "./Api.js"
-import { sendBare, whole } from "./Envelope.js"
+import { whole } from "./Envelope.js"
+import { HealthDown, HealthOk, NotReady, Ready } from "./SystemApi.js"
 import { openApiDocument } from "./OpenApiDocument.js"
 
 /** Open when no token is configured; else only `Authorization: Bearer <token>`, compared in constant time. */
@@ -32,13 +34,16 @@ export const SystemHttpLive = HttpApiBuilder.group(Api, "system", (handlers) =>
       .handle("health", () =>
         sql`SELECT 1`.pipe(
           giveUpAfter(config.healthTimeout),
-          Effect.as(sendBare({ status: "ok" })),
+          Effect.as(bareResponse(HealthOk, { status: "ok" })),
           Effect.catchAllCause(() =>
-            Effect.succeed(sendBare({ status: "error", message: "The database is unavailable" }, 503))
+            Effect.succeed(bareResponse(HealthDown, { status: "error", message: "The database is unavailable" }, 503))
           )
         ), whole)
       .handle("ready", () =>
-        Effect.map(checkReadiness(config.healthTimeout), (report) => sendBare(report, report.status === "ready" ? 200 : 503)), whole)
+        Effect.map(checkReadiness(config.healthTimeout), ({ status, ...report }) =>
+          status === "ready"
+            ? bareResponse(Ready, { status, ...report })
+            : bareResponse(NotReady, { status, ...report }, 503)), whole)
       .handle("openapi", () => Effect.succeed(HttpServerResponse.text(yaml, { contentType: "text/yaml" })), whole)
       .handle("metrics", ({ request }) =>
         metricsAllowed(config.metricsToken, request.headers.authorization)

@@ -1,12 +1,12 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { pageOf } from "../domain/QueryParams.js"
-import { CurrentUser } from "../services/CurrentUser.js"
-import { now } from "../services/ServiceClock.js"
+import { Task, TaskCounts, TaskList, TaskWithChanges, TaskWithMessage } from "../domain/Task.js"
 import { TaskQueries } from "../services/TaskQueries.js"
 import { Tasks } from "../services/Tasks.js"
+import { answerData, answerJsonText } from "./Answer.js"
 import { Api } from "./Api.js"
-import { sendData, sendJsonText, whole } from "./Envelope.js"
+import { whole } from "./Envelope.js"
 
 export const TasksHttpLive = HttpApiBuilder.group(Api, "tasks", (handlers) =>
   Effect.gen(function*() {
@@ -14,27 +14,13 @@ export const TasksHttpLive = HttpApiBuilder.group(Api, "tasks", (handlers) =>
     const queries = yield* TaskQueries
 
     return handlers
-      .handle("list", ({ urlParams }) =>
-        Effect.flatMap(CurrentUser, (user) =>
-          Effect.flatMap(now, (at) => queries.listJson(user, urlParams, at))).pipe(Effect.map((body) => sendJsonText(body))), whole)
-      .handle("create", ({ payload }) =>
-        Effect.flatMap(CurrentUser, (user) => tasks.create(user, payload)).pipe(Effect.map((task) => sendData(task, 201))), whole)
-      .handle("counts", () =>
-        Effect.flatMap(CurrentUser, (user) => Effect.flatMap(now, (at) => queries.counts(user, at))).pipe(
-          Effect.map((counts) => sendData(counts))
-        ), whole)
-      .handle("trash", ({ urlParams }) =>
-        Effect.flatMap(CurrentUser, (user) => queries.trashJson(user, pageOf(urlParams))).pipe(
-          Effect.map((body) => sendJsonText(body))
-        ), whole)
-      .handle("get", ({ path }) =>
-        Effect.flatMap(CurrentUser, (user) => queries.getJson(user, path.id)).pipe(Effect.map((body) => sendJsonText(body))), whole)
-      .handle("update", ({ path, payload }) =>
-        Effect.flatMap(CurrentUser, (user) => tasks.update(user, path.id, payload)).pipe(Effect.map((task) => sendData(task))), whole)
-      .handle("delete", ({ path }) =>
-        Effect.flatMap(CurrentUser, (user) => tasks.trash(user, path.id)).pipe(Effect.map((task) => sendData(task))), whole)
-      .handle("restore", ({ path }) =>
-        Effect.flatMap(CurrentUser, (user) => tasks.restore(user, path.id)).pipe(Effect.map((task) => sendData(task))), whole)
-      .handle("reprocess", ({ path }) =>
-        Effect.flatMap(CurrentUser, (user) => tasks.reprocess(user, path.id)).pipe(Effect.map((task) => sendData(task))), whole)
+      .handle("list", ({ urlParams }) => answerJsonText(TaskList)((user) => queries.listJson(user, urlParams)), whole)
+      .handle("create", ({ payload }) => answerData(Task, 201)((user) => tasks.create(user, payload)), whole)
+      .handle("counts", () => answerData(TaskCounts)(queries.counts), whole)
+      .handle("trash", ({ urlParams }) => answerJsonText(TaskList)((user) => queries.trashJson(user, pageOf(urlParams))), whole)
+      .handle("get", ({ path }) => answerJsonText(Task)((user) => queries.getJson(user, path.id)), whole)
+      .handle("update", ({ path, payload }) => answerData(TaskWithChanges)((user) => tasks.update(user, path.id, payload)), whole)
+      .handle("delete", ({ path }) => answerData(TaskWithMessage)((user) => tasks.trash(user, path.id)), whole)
+      .handle("restore", ({ path }) => answerData(Task)((user) => tasks.restore(user, path.id)), whole)
+      .handle("reprocess", ({ path }) => answerData(Task)((user) => tasks.reprocess(user, path.id)), whole)
   }))

@@ -14,7 +14,7 @@ const Label = StoredString.pipe(
   Schema.maxLength(100, { message: () => "must be at most 100 characters" })
 )
 
-const SlotChange = Schema.Struct({
+export const SlotChange = Schema.Struct({
   slot: TimeSlot,
   reminders_moved: Schema.Int,
   quotas_moved: Schema.Int,
@@ -23,11 +23,13 @@ const SlotChange = Schema.Struct({
 
 const SlotIdParam = Schema.Struct({ id: SlotIds.FromString })
 
+export const SlotList = Schema.Struct({ time_slots: Schema.Array(TimeSlot), count: Schema.Int })
+
 /** Reminder time slots (spec §4.4, CONTRACT §8). */
 export class TimeSlotsApi extends HttpApiGroup.make("timeSlots")
   .add(
     HttpApiEndpoint.get("list", "/api/time-slots").addSuccess(
-      Data(Schema.Struct({ time_slots: Schema.Array(TimeSlot), count: Schema.Int }))
+      Data(SlotList)
     )
   )
   .add(

@@ -1,21 +1,18 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
-import { CurrentUser } from "../services/CurrentUser.js"
+import { TimeSlot } from "../domain/TimeSlot.js"
 import { TimeSlots } from "../services/TimeSlots.js"
+import { answerData } from "./Answer.js"
 import { Api } from "./Api.js"
-import { sendData, whole } from "./Envelope.js"
+import { whole } from "./Envelope.js"
+import { SlotChange, SlotList } from "./TimeSlotsApi.js"
 
 export const TimeSlotsHttpLive = HttpApiBuilder.group(Api, "timeSlots", (handlers) =>
   Effect.gen(function*() {
     const slots = yield* TimeSlots
     return handlers
-      .handle("list", () => Effect.flatMap(CurrentUser, slots.list).pipe(Effect.map((r) => sendData(r))), whole)
-      .handle("create", ({ payload }) =>
-        Effect.flatMap(CurrentUser, (user) => slots.create(user, payload.label, payload.start_time)).pipe(
-          Effect.map((r) => sendData(r, 201))
-        ), whole)
-      .handle("update", ({ path, payload }) =>
-        Effect.flatMap(CurrentUser, (user) => slots.update(user, path.id, payload)).pipe(Effect.map((r) => sendData(r))), whole)
-      .handle("delete", ({ path }) =>
-        Effect.flatMap(CurrentUser, (user) => slots.remove(user, path.id)).pipe(Effect.map((r) => sendData(r))), whole)
+      .handle("list", () => answerData(SlotList)(slots.list), whole)
+      .handle("create", ({ payload }) => answerData(TimeSlot, 201)((user) => slots.create(user, payload.label, payload.start_time)), whole)
+      .handle("update", ({ path, payload }) => answerData(SlotChange)((user) => slots.update(user, path.id, payload)), whole)
+      .handle("delete", ({ path }) => answerData(SlotChange)((user) => slots.remove(user, path.id)), whole)
   }))

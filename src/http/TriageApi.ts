@@ -55,35 +55,39 @@ const withCsvSuccess = (operation: Record<string, any>) => {
   return operation
 }
 
+export const ProcessLists = Schema.Struct({
+  inbox_project_id: Schema.Int,
+  inbox: Schema.Array(Task),
+  growth: Schema.Array(GrowthItem),
+  stale_targets: Schema.Array(StaleItem),
+  stale_targets_with_deadline: Schema.Array(StaleItem)
+})
+export const ReviewSession = Schema.Struct({
+  session_id: Schema.String,
+  groups: Schema.Array(Schema.Struct({ label: Schema.String, tasks: Schema.Array(ReviewTask) })),
+  total_tasks: Schema.Int
+})
+export const ReviewExecuted = Schema.Struct({
+  executed: Schema.Literal(true),
+  results: Schema.Array(Schema.Struct({ type: Schema.String, task_ids: Schema.Array(Schema.Int), count: Schema.Int })),
+  total_affected: Schema.Int
+})
+
 /** Rule-based triage, review sessions and export (spec §4.4, §4.5; CONTRACT §8). */
 export class TriageApi extends HttpApiGroup.make("triage")
   .add(
     HttpApiEndpoint.get("process", "/api/process").addSuccess(
-      Data(Schema.Struct({
-        inbox_project_id: Schema.Int,
-        inbox: Schema.Array(Task),
-        growth: Schema.Array(GrowthItem),
-        stale_targets: Schema.Array(StaleItem),
-        stale_targets_with_deadline: Schema.Array(StaleItem)
-      }))
+      Data(ProcessLists)
     )
   )
   .add(
     HttpApiEndpoint.get("review", "/api/review").addSuccess(
-      Data(Schema.Struct({
-        session_id: Schema.String,
-        groups: Schema.Array(Schema.Struct({ label: Schema.String, tasks: Schema.Array(ReviewTask) })),
-        total_tasks: Schema.Int
-      }))
+      Data(ReviewSession)
     )
   )
   .add(
     HttpApiEndpoint.post("executeReview", "/api/review/execute").setPayload(ReviewExecutePayload).addSuccess(
-      Data(Schema.Struct({
-        executed: Schema.Literal(true),
-        results: Schema.Array(Schema.Struct({ type: Schema.String, task_ids: Schema.Array(Schema.Int), count: Schema.Int })),
-        total_affected: Schema.Int
-      }))
+      Data(ReviewExecuted)
     )
   )
   .add(

@@ -5,8 +5,10 @@ import { Exporter } from "../services/Exporter.js"
 import { Review } from "../services/Review.js"
 import { now } from "../services/ServiceClock.js"
 import { Triage } from "../services/Triage.js"
+import { answerData, answerJsonText } from "./Answer.js"
 import { Api } from "./Api.js"
-import { sendData, sendJsonText, whole } from "./Envelope.js"
+import { whole } from "./Envelope.js"
+import { ProcessLists, ReviewExecuted, ReviewSession } from "./TriageApi.js"
 
 export const TriageHttpLive = HttpApiBuilder.group(Api, "triage", (handlers) =>
   Effect.gen(function*() {
@@ -14,12 +16,10 @@ export const TriageHttpLive = HttpApiBuilder.group(Api, "triage", (handlers) =>
     const review = yield* Review
     const exporter = yield* Exporter
     return handlers
-      .handle("process", () => Effect.flatMap(CurrentUser, triage.process).pipe(Effect.map((body) => sendJsonText(body))), whole)
-      .handle("review", () => Effect.flatMap(CurrentUser, review.start).pipe(Effect.map((r) => sendData(r))), whole)
+      .handle("process", () => answerJsonText(ProcessLists)(triage.process), whole)
+      .handle("review", () => answerData(ReviewSession)(review.start), whole)
       .handle("executeReview", ({ payload }) =>
-        Effect.flatMap(CurrentUser, (user) => review.execute(user, payload.session_id, payload.actions)).pipe(
-          Effect.map((r) => sendData(r))
-        ), whole)
+        answerData(ReviewExecuted)((user) => review.execute(user, payload.session_id, payload.actions)), whole)
       .handle("export", ({ urlParams }) =>
         Effect.gen(function*() {
           const user = yield* CurrentUser

@@ -16,36 +16,41 @@ const LimitParam = Schema.String.pipe(
   Schema.compose(Schema.Int.pipe(Schema.between(1, 1000, { message: () => "must be an integer from 1 to 1000" })))
 ).annotations({ jsonSchema: { type: "integer", minimum: 1, maximum: 1000, description: "default 50" } })
 
+export const Undone = Schema.Struct({ undone_action: Schema.String, description: Schema.String, ...Counts })
+export const Redone = Schema.Struct({ redone_action: Schema.String, description: Schema.String, ...Counts })
+export const UndoStatus = Schema.Struct({ latest_id: Schema.NullOr(Schema.Int), undoable_count: Schema.Int, redoable_count: Schema.Int })
+export const UndoHistory = Schema.Struct({
+  history: Schema.Array(Schema.Struct({
+    id: Schema.Int,
+    action: Schema.String,
+    description: Schema.String,
+    created_at: Timestamp,
+    undone: Schema.Boolean
+  })),
+  count: Schema.Int
+})
+
 /** Undo and redo (spec §4.6) and the log behind them (CONTRACT §8). */
 export class UndoApi extends HttpApiGroup.make("undo")
   .add(
     HttpApiEndpoint.post("undo", "/api/undo").setPayload(SessionStart).addSuccess(
-      Data(Schema.Struct({ undone_action: Schema.String, description: Schema.String, ...Counts }))
+      Data(Undone)
     )
   )
   .add(
     HttpApiEndpoint.post("redo", "/api/redo").setPayload(SessionStart).addSuccess(
-      Data(Schema.Struct({ redone_action: Schema.String, description: Schema.String, ...Counts }))
+      Data(Redone)
     )
   )
   .add(
     HttpApiEndpoint.get("status", "/api/undo/status").addSuccess(
-      Data(Schema.Struct({ latest_id: Schema.NullOr(Schema.Int), undoable_count: Schema.Int, redoable_count: Schema.Int }))
+      Data(UndoStatus)
     )
   )
   .add(
     HttpApiEndpoint.get("history", "/api/undo/history").setUrlParams(Schema.Struct({ limit: Schema.optional(LimitParam) }))
       .addSuccess(
-        Data(Schema.Struct({
-          history: Schema.Array(Schema.Struct({
-            id: Schema.Int,
-            action: Schema.String,
-            description: Schema.String,
-            created_at: Timestamp,
-            undone: Schema.Boolean
-          })),
-          count: Schema.Int
-        }))
+        Data(UndoHistory)
       )
   )
   .middleware(Authentication)

@@ -1,19 +1,17 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
-import { CurrentUser } from "../services/CurrentUser.js"
 import { UndoService } from "../services/UndoService.js"
+import { answerData } from "./Answer.js"
 import { Api } from "./Api.js"
-import { sendData, whole } from "./Envelope.js"
+import { whole } from "./Envelope.js"
+import { Redone, Undone, UndoHistory, UndoStatus } from "./UndoApi.js"
 
 export const UndoHttpLive = HttpApiBuilder.group(Api, "undo", (handlers) =>
   Effect.gen(function*() {
     const undo = yield* UndoService
     return handlers
-      .handle("undo", ({ payload }) =>
-        Effect.flatMap(CurrentUser, (user) => undo.undo(user, payload?.session_start_id)).pipe(Effect.map((r) => sendData(r))), whole)
-      .handle("redo", ({ payload }) =>
-        Effect.flatMap(CurrentUser, (user) => undo.redo(user, payload?.session_start_id)).pipe(Effect.map((r) => sendData(r))), whole)
-      .handle("status", () => Effect.flatMap(CurrentUser, undo.status).pipe(Effect.map((r) => sendData(r))), whole)
-      .handle("history", ({ urlParams }) =>
-        Effect.flatMap(CurrentUser, (user) => undo.history(user, urlParams.limit ?? 50)).pipe(Effect.map((r) => sendData(r))), whole)
+      .handle("undo", ({ payload }) => answerData(Undone)((user) => undo.undo(user, payload?.session_start_id)), whole)
+      .handle("redo", ({ payload }) => answerData(Redone)((user) => undo.redo(user, payload?.session_start_id)), whole)
+      .handle("status", () => answerData(UndoStatus)(undo.status), whole)
+      .handle("history", ({ urlParams }) => answerData(UndoHistory)((user) => undo.history(user, urlParams.limit ?? 50)), whole)
   }))

@@ -5,9 +5,13 @@ import { DeliveryLog, Webhook, WebhookCreate, WebhookPatch, WebhookWithSecret } 
 import { Data } from "./Envelope.js"
 import { Authentication } from "./Security.js"
 
+export const WebhookList = Schema.Struct({ webhooks: Schema.Array(Webhook) })
+export const WebhookDeleted = Schema.Struct({ deleted: Schema.Literal(true) })
+export const DeliveryList = Schema.Struct({ deliveries: Schema.Array(DeliveryLog) })
+
 /** Signed outgoing webhooks (spec §4.8, CONTRACT §8–§9). */
 export class WebhooksApi extends HttpApiGroup.make("webhooks")
-  .add(HttpApiEndpoint.get("list", "/api/webhooks").addSuccess(Data(Schema.Struct({ webhooks: Schema.Array(Webhook) }))))
+  .add(HttpApiEndpoint.get("list", "/api/webhooks").addSuccess(Data(WebhookList)))
   .add(
     HttpApiEndpoint.post("create", "/api/webhooks").setPayload(WebhookCreate).addSuccess(Data(WebhookWithSecret), {
       status: 201
@@ -16,12 +20,12 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
   .add(HttpApiEndpoint.patch("update", "/api/webhooks/:id").setPath(WebhookIdParam).setPayload(WebhookPatch).addSuccess(Data(Webhook)))
   .add(
     HttpApiEndpoint.del("delete", "/api/webhooks/:id").setPath(WebhookIdParam).addSuccess(
-      Data(Schema.Struct({ deleted: Schema.Literal(true) }))
+      Data(WebhookDeleted)
     )
   )
   .add(
     HttpApiEndpoint.get("deliveries", "/api/webhooks/:id/deliveries").setPath(WebhookIdParam).addSuccess(
-      Data(Schema.Struct({ deliveries: Schema.Array(DeliveryLog) }))
+      Data(DeliveryList)
     )
   )
   .middleware(Authentication)

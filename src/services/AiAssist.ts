@@ -68,7 +68,7 @@ export class AiAssist extends Effect.Service<AiAssist>()("steady/AiAssist", {
       Effect.gen(function*() {
         yield* requireAi(gateway.enabled)
         const now = yield* clockNow
-        const counts = yield* queries.counts(user, now)
+        const counts = yield* queries.countsAt(user, now)
         const tasks = yield* openTasks(user.id, 60)
         const prompt = fill(gateway.promptText("quick_take"), {
           title: input.title.trim(),
@@ -113,7 +113,7 @@ export class AiAssist extends Effect.Service<AiAssist>()("steady/AiAssist", {
           SELECT count(*)::int AS n FROM tasks WHERE user_id = ${user.id} AND enrichment_status = 'pending'`
         const calls = yield* sql<{
           feature: string
-          status: string
+          status: "ok" | "error"
           duration_ms: number
           model: string
           error: string | null

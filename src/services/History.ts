@@ -1,7 +1,6 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
-import type { NotFound } from "../domain/Errors.js"
-import type { CompletionsQuery, StatsQuery } from "../domain/History.js"
+import type { CompletionsQuery, DailyStats, StatsQuery } from "../domain/History.js"
 import { addDays, localParts, parseCalendarDate } from "../domain/LocalTime.js"
 import { pageOf } from "../domain/QueryParams.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
@@ -91,7 +90,7 @@ export class History extends Effect.Service<History>()("steady/History", {
       })
 
     const range = (user: CurrentUserShape, start: string, end: string) =>
-      sql`
+      sql<typeof DailyStats.Encoded>`
         SELECT min(id) AS id, user_id, to_char(date, 'YYYY-MM-DD') AS date, sum(completions)::int AS completions,
                sum(tasks_created)::int AS tasks_created, sum(snoozes)::int AS snoozes
         FROM daily_stats WHERE user_id = ${user.id} AND date >= ${start}::date AND date <= ${end}::date
@@ -100,7 +99,7 @@ export class History extends Effect.Service<History>()("steady/History", {
         HAVING sum(completions) <> 0 OR sum(tasks_created) <> 0 OR sum(snoozes) <> 0
         ORDER BY date`.pipe(Effect.map((stats) => ({ stats })), Effect.orDie)
 
-    const stats = (user: CurrentUserShape, query: StatsQuery): Effect.Effect<object, NotFound> =>
+    const stats = (user: CurrentUserShape, query: StatsQuery) =>
       query.start !== undefined && query.end !== undefined ? range(user, query.start, query.end) : summary(user)
 
     return { completionsJson, stats } as const

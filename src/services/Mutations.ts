@@ -32,12 +32,12 @@ export interface Tx {
     options?: UpdateOptions<R>
   ) => Effect.Effect<ReadonlyArray<string>>
   /** `update`, with the row as it leaves the statement rendered as wire JSON (the table's `wire`). */
-  readonly updateWire: <R extends TableRow>(
-    table: TableSpec<R>,
+  readonly updateWire: <R extends TableRow, W>(
+    table: TableSpec<R, W>,
     id: number,
     values: Writes<R>,
     options?: UpdateOptions<R>
-  ) => Effect.Effect<{ readonly fields: ReadonlyArray<string>; readonly wire: Wire }>
+  ) => Effect.Effect<{ readonly fields: ReadonlyArray<string>; readonly wire: W }>
   /**
    * `updateWire` for the LAST write of a single-row mutation: the UPDATE (and `alsoInsert`)
    * go out as the first CTEs of the commit statement, saving a round trip. The wire JSON
@@ -45,24 +45,24 @@ export interface Tx {
    * into the body's result (`{ ...wire, more }`), where the commit statement's rendering
    * replaces it. Read nothing from it, and read no row after this call. Once per mutation.
    */
-  readonly updateAtCommit: <R extends TableRow>(
-    table: TableSpec<R>,
+  readonly updateAtCommit: <R extends TableRow, W>(
+    table: TableSpec<R, W>,
     id: number,
     values: Writes<R>,
     options: UpdateOptions<R> & { readonly current: R }
-  ) => Effect.Effect<{ readonly fields: ReadonlyArray<string>; readonly wire: Wire }>
+  ) => Effect.Effect<{ readonly fields: ReadonlyArray<string>; readonly wire: W }>
   /**
    * An insert for the LAST write of a single-row create: the INSERT goes out as the first
    * CTE of the commit statement, so a create is one round trip. What comes back stands for
    * the new row: `wire` as for `updateAtCommit`; `id` a stand-in that may only be passed on
    * (events' `taskId`). Once per mutation, and no other deferred write.
    */
-  readonly insertAtCommit: <R extends TableRow>(
-    table: TableSpec<R>,
+  readonly insertAtCommit: <R extends TableRow, W>(
+    table: TableSpec<R, W>,
     values: Writes<R>,
     /** Columns whose value is SQL (e.g. a subquery), checked as the values are. */
     computed?: Readonly<Record<string, Fragment>>
-  ) => Effect.Effect<PendingInsert>
+  ) => Effect.Effect<PendingInsert<W>>
   /** Re-creates a row with its old id (undo of a delete, redo of an insert). */
   readonly restoreRow: (table: TableSpec<TableRow>, id: number, row: Row) => Effect.Effect<void>
   readonly remove: (table: TableSpec<TableRow>, id: number) => Effect.Effect<void>
@@ -78,10 +78,10 @@ export interface Tx {
 /** A row's wire JSON as the database renders it (e.g. `steady_task_json`). */
 export type Wire = Record<string, unknown>
 
-export interface PendingInsert {
+export interface PendingInsert<W> {
   /** Stands for the new row's id until the commit statement knows it (see `STAND_IN_ID`). */
   readonly id: number
-  readonly wire: Wire
+  readonly wire: W
 }
 
 /** A row to insert along with an update (`UpdateOptions.alsoInsert`), checked against its table. */
@@ -185,6 +185,8 @@ const PENDING_ID_JSON = JSON.stringify(PENDING_ID)
  * commit statement replaces it, never compared or sent as a parameter.
  */
 const STAND_IN_ID = PENDING_ID as unknown as number
+/** The stand-in where a row's wire JSON is typed: only spread into the body's result or put in events' data. */
+const standInWire = <W>(): W => ({ [PENDING_WIRE_KEY]: true }) as W
 
 /** The body's result with the pending wire spread into it replaced by the rendered one. */
 const resolvePending = <A>(result: A, wire: Wire | undefined): A => {
@@ -380,11 +382,11 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
               changes.push({ op: "insert", table: also.table.name, id: STAND_IN_ID, after: row })
             }
             deferred = { target, inserted }
-            return { fields, wire: { [PENDING_WIRE_KEY]: true } as Wire }
+            return { fields }
           })
 
         const insertAtCommit = (table: TableSpec<TableRow>, values: Row, computed: Readonly<Record<string, Fragment>> = {}) =>
-          Effect.sync((): PendingInsert => {
+          Effect.sync((): void => {
             if (deferred !== undefined) throw new Error("insertAtCommit: one deferred write per mutation")
             checkColumns(table, values)
             for (const column of Object.keys(computed)) checkColumns(table, { [column]: null })
@@ -406,19 +408,22 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
             // later duplicate key wins in jsonb), which `withPending` splices in.
             const row: Row = { ...normalizeRow(table, values), id: PENDING_ID }
             changes.push({ op: "insert", table: table.name, id: STAND_IN_ID, after: { ...row, [PENDING_ROW_KEY]: true } })
-            return { id: STAND_IN_ID, wire: { [PENDING_WIRE_KEY]: true } as Wire }
+            return undefined
           })
 
         const tx: Tx = {
           now,
           user: options.user,
-          updateAtCommit: (table, id, values, updateOptions) => updateAtCommit(table, id, untyped(values), updateOptions),
-          insertAtCommit: (table, values, computed) => insertAtCommit(table, untyped(values), computed),
+          updateAtCommit: <R extends TableRow, W>(table: TableSpec<R, W>, id: number, values: Writes<R>, updateOptions: UpdateOptions<R> & { readonly current: R }) =>
+            Effect.map(updateAtCommit(table, id, untyped(values), updateOptions), ({ fields }) => ({ fields, wire: standInWire<W>() })),
+          insertAtCommit: <R extends TableRow, W>(table: TableSpec<R, W>, values: Writes<R>, computed?: Readonly<Record<string, Fragment>>) =>
+            Effect.as(insertAtCommit(table, untyped(values), computed), { id: STAND_IN_ID, wire: standInWire<W>() }),
           lock: (table, id) => Effect.orDie(lockRow(table, id)),
           insert: insertRow,
           update: (table, id, values, updateOptions) =>
             Effect.map(updateRow(table, id, untyped(values), updateOptions, false), (u) => u.fields),
-          updateWire: (table, id, values, updateOptions) => updateRow(table, id, untyped(values), updateOptions, true),
+          updateWire: <R extends TableRow, W>(table: TableSpec<R, W>, id: number, values: Writes<R>, updateOptions?: UpdateOptions<R>) =>
+            Effect.map(updateRow(table, id, untyped(values), updateOptions, true), ({ fields, wire }) => ({ fields, wire: wire as W })),
           restoreRow: (table, id, row) =>
             Effect.gen(function*() {
               const values: Row = Object.fromEntries(

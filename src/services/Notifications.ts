@@ -10,13 +10,13 @@ export type NotificationAction = "done" | "snooze" | "snooze30" | "snooze2h" | "
 
 const HOUR = 3_600_000
 
-const TASK_KEYS = Object.keys(Task.fields)
+const TASK_KEYS = Object.keys(Task.fields) as ReadonlyArray<keyof Task>
 
 /**
  * CONTRACT §8: `task` is a Task. The lifecycle answers add their own fields (was_recurring,
  * previous_due_at, description, message), which belong to the single-task endpoints only.
  */
-const asTask = (result: Record<string, unknown>) => Object.fromEntries(TASK_KEYS.map((key) => [key, result[key]]))
+const asTask = (result: Task): Task => Object.fromEntries(TASK_KEYS.map((key) => [key, result[key]])) as Task
 
 /**
  * CONTRACT §8: snooze30 is now + 30 minutes exactly; snooze and snooze2h are now + 1 and

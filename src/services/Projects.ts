@@ -2,7 +2,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import { Forbidden, NotFound, ValidationError } from "../domain/Errors.js"
 import type { ProjectRow, Writes } from "../domain/Rows.js"
-import type { ProjectCreate, ProjectPatch } from "../domain/Project.js"
+import type { Project, ProjectCreate, ProjectPatch } from "../domain/Project.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { Mutations } from "./Mutations.js"
 import { now as clockNow } from "./ServiceClock.js"
@@ -20,7 +20,7 @@ export class Projects extends Effect.Service<Projects>()("steady/Projects", {
     const list = (user: CurrentUserShape) =>
       Effect.gen(function*() {
         const now = yield* clockNow
-        const rows = yield* sql<{ project: unknown }>`
+        const rows = yield* sql<{ project: typeof Project.Encoded }>`
           SELECT ${projectJson(now)} AS project FROM projects p
           WHERE p.owner_id = ${user.id} OR p.shared ORDER BY p.sort_order, lower(p.name), p.name, p.id`
         const projects = rows.map((r) => r.project)
@@ -30,7 +30,7 @@ export class Projects extends Effect.Service<Projects>()("steady/Projects", {
     const read = (user: CurrentUserShape, id: number) =>
       Effect.gen(function*() {
         const now = yield* clockNow
-        const rows = yield* Effect.orDie(sql<{ project: Record<string, unknown> }>`
+        const rows = yield* Effect.orDie(sql<{ project: typeof Project.Encoded }>`
           SELECT ${projectJson(now)} AS project FROM projects p
           WHERE p.id = ${id} AND (p.owner_id = ${user.id} OR p.shared)`)
         if (rows[0] === undefined) return yield* Effect.fail(NotFound.of("Project"))

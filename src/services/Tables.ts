@@ -1,5 +1,6 @@
 import type { JsonValue, Row } from "../domain/Json.js"
 import type { CompletionRow, ProjectRow, QuotaPeriodRow, TaskRow, TimeSlotRow } from "../domain/Rows.js"
+import type { Task } from "../domain/Task.js"
 
 /**
  * Column kinds of the tables the mutation pipeline writes. The kind decides how a value
@@ -25,7 +26,11 @@ export type AnyRow = TableRow & Row
 
 export type ColumnsOf<R> = { readonly [K in Exclude<keyof R, "id">]: KindFor<R[K]> }
 
-export interface TableSpec<R extends TableRow = AnyRow> {
+/**
+ * A table the pipeline writes: `R` its row, `W` its wire shape (what `wire` renders, the
+ * encoded type of the API's schema for it), for writes that answer with the row.
+ */
+export interface TableSpec<R extends TableRow = AnyRow, W = unknown> {
   readonly name: string
   readonly columns: ColumnsOf<R>
   /** Set on every update, and left out of undo diffs. */
@@ -36,6 +41,8 @@ export interface TableSpec<R extends TableRow = AnyRow> {
   readonly wireText?: string
   /** Columns PostgreSQL computes itself (generated): never written, and left out of the rows read. */
   readonly generated?: ReadonlyArray<string>
+  /** Never set: carries `W` for the type checker. */
+  readonly wireType?: W
 }
 
 /** A column's kind by name, for code that handles any table's rows. */
@@ -108,7 +115,7 @@ const taskColumns: ColumnsOf<TaskRow> = {
 
 export type TaskColumn = keyof typeof taskColumns
 
-export const TasksTable: TableSpec<TaskRow> = {
+export const TasksTable: TableSpec<TaskRow, Task> = {
   name: "tasks",
   columns: taskColumns,
   touch: "updated_at",

@@ -8,6 +8,7 @@ import { startOfLocalDay, startOfNextLocalDay } from "../domain/LocalTime.js"
 import { type Page, pageOf } from "../domain/QueryParams.js"
 import type { Task, TaskListQuery } from "../domain/Task.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
+import { now as clockNow } from "./ServiceClock.js"
 import { decodeRow, taskRowJson, TasksTable } from "./Tables.js"
 import { inSharedProject, isOpen, isOverdue, isQuota, wireArray } from "./WireSql.js"
 
@@ -81,7 +82,8 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
      * back to `tasks` by id instead lets the planner pick a hash join over the whole table
      * for pages of a few hundred.
      */
-    const listJson = (user: CurrentUserShape, query: TaskListQuery, now: Date) => {
+    /** A page of the caller's tasks as of `now`, as `{data: TaskList}` JSON text. */
+    const listJsonAt = (user: CurrentUserShape, query: TaskListQuery, now: Date) => {
       const { limit, offset } = pageOf(query)
       const where = sql.and(filters(query, user.id, now))
       const window = limit + offset
@@ -154,7 +156,7 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
       )
 
     /** GET /api/tasks/counts: the user's active tasks, overdue ones, and those due today locally. */
-    const counts = (user: CurrentUserShape, now: Date) => {
+    const countsAt = (user: CurrentUserShape, now: Date) => {
       const dayStart = startOfLocalDay(now, user.timezone).toISOString()
       const dayEnd = startOfNextLocalDay(now, user.timezone).toISOString()
       return sql<{ total: number; overdue: number; today: number }>`
@@ -201,10 +203,15 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
         Effect.orDie
       )
 
+    const listJson = (user: CurrentUserShape, query: TaskListQuery) => Effect.flatMap(clockNow, (now) => listJsonAt(user, query, now))
+    const counts = (user: CurrentUserShape) => Effect.flatMap(clockNow, (now) => countsAt(user, now))
+
     return {
       overdue,
       visible,
       listJson,
+      listJsonAt,
+      countsAt,
       getJson,
       wire,
       lockVisible,

@@ -216,7 +216,7 @@ export class UndoService extends Effect.Service<UndoService>()("steady/UndoServi
         }))).pipe(
           Effect.flatMap((entry) =>
             Effect.map(counts(user.id, sessionStartId), (c) => ({
-              [direction === "undo" ? "undone_action" : "redone_action"]: entry.action,
+              action: entry.action,
               description: entry.description,
               tasks_affected: entry.tasks_affected,
               undoable_count: c.undoable,
@@ -275,8 +275,10 @@ export class UndoService extends Effect.Service<UndoService>()("steady/UndoServi
       }).pipe(Effect.orDie)
 
     return {
-      undo: (user: CurrentUserShape, sessionStartId?: number) => run(user, "undo", sessionStartId),
-      redo: (user: CurrentUserShape, sessionStartId?: number) => run(user, "redo", sessionStartId),
+      undo: (user: CurrentUserShape, sessionStartId?: number) =>
+        Effect.map(run(user, "undo", sessionStartId), ({ action, ...rest }) => ({ undone_action: action, ...rest })),
+      redo: (user: CurrentUserShape, sessionStartId?: number) =>
+        Effect.map(run(user, "redo", sessionStartId), ({ action, ...rest }) => ({ redone_action: action, ...rest })),
       status,
       history,
       purge,

@@ -2,6 +2,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import * as Net from "node:net"
 import { Conflict, NotFound, ValidationError } from "../domain/Errors.js"
+import type { DeliveryLog, Webhook } from "../domain/Webhook.js"
 import { AppConfig } from "./AppConfig.js"
 import { generateSecret } from "./Credentials.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
@@ -71,7 +72,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("steady/Webhooks", {
 
     const read = (user: CurrentUserShape, id: number) =>
       Effect.gen(function*() {
-        const [row] = yield* Effect.orDie(sql<{ webhook: Record<string, unknown> }>`
+        const [row] = yield* Effect.orDie(sql<{ webhook: typeof Webhook.Encoded }>`
           SELECT ${webhookJson(sql)} AS webhook FROM webhooks w WHERE w.id = ${id} AND w.user_id = ${user.id}`)
         if (row === undefined) return yield* Effect.fail(NotFound.of("Webhook"))
         return row.webhook
@@ -101,7 +102,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("steady/Webhooks", {
       })
 
     const list = (user: CurrentUserShape) =>
-      sql<{ webhook: unknown }>`SELECT ${webhookJson(sql)} AS webhook FROM webhooks w WHERE w.user_id = ${user.id} ORDER BY w.id`
+      sql<{ webhook: typeof Webhook.Encoded }>`SELECT ${webhookJson(sql)} AS webhook FROM webhooks w WHERE w.user_id = ${user.id} ORDER BY w.id`
         .pipe(Effect.map((rows) => ({ webhooks: rows.map((r) => r.webhook) })), Effect.orDie)
 
     const update = (
@@ -133,7 +134,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("steady/Webhooks", {
     const deliveries = (user: CurrentUserShape, id: number) =>
       Effect.gen(function*() {
         yield* read(user, id)
-        const rows = yield* Effect.orDie(sql`
+        const rows = yield* Effect.orDie(sql<typeof DeliveryLog.Encoded>`
           SELECT id::int AS id, webhook_id, delivery_id, event, payload, status_code, error, attempt, success, duration_ms,
                  steady_iso(created_at) AS created_at
           FROM webhook_attempts WHERE webhook_id = ${id} ORDER BY created_at DESC, id DESC LIMIT 50`)
