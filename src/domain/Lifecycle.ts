@@ -2,7 +2,7 @@ import { Either } from "effect"
 import { ValidationError } from "./Errors.js"
 import type { TaskRow, Writes } from "./Rows.js"
 import { advance } from "./Occurrences.js"
-import { isQuota } from "./TaskRules.js"
+import { isQuota, pastDeadline } from "./TaskRules.js"
 
 /**
  * The state transitions of spec §3 as pure functions from a task row (as the undo log
@@ -205,9 +205,7 @@ export const planSnooze = (
   if (deadline !== null && due > deadline) {
     if (options.capAtDeadline) due = deadline
     else if (!options.allowPastDeadline) {
-      return Either.left(
-        ValidationError.field("until", "until is after the deadline; send allow_past_deadline or cap_at_deadline")
-      )
+      return Either.left(pastDeadline("until"))
     }
   }
   return Either.right({

@@ -8,6 +8,15 @@ import type { TaskCreate, TaskPatch } from "./Task.js"
 
 export const QUOTA_NEEDS_PERIOD = "A quota needs a period"
 
+const pastDeadlineMessage = (field: string) => `${field} is after the deadline; send allow_past_deadline or cap_at_deadline`
+
+/** The refusal of a date after the task's deadline without allow_past_deadline or cap_at_deadline (CONTRACT §7). */
+export const pastDeadline = (field: "due_at" | "target_at" | "until") => ValidationError.field(field, pastDeadlineMessage(field))
+
+/** Whether a refusal is `pastDeadline`'s: bulk edit counts those apart (skipped_deadline). */
+export const isPastDeadline = (error: ValidationError) =>
+  Object.entries(error.details).some(([field, message]) => message === pastDeadlineMessage(field))
+
 /** A task is a quota when its target is above 1 or it is tracked (spec §1). */
 export const isQuota = (t: { readonly progress_target: number; readonly is_tracked: boolean }) =>
   t.progress_target > 1 || t.is_tracked
@@ -78,9 +87,7 @@ export const checkRules = (
           if (field === "due_at") due = deadline
           else target = deadline
         } else if (!options.allowPastDeadline) {
-          return Either.left(
-            ValidationError.field(field, `${field} is after the deadline; send allow_past_deadline or cap_at_deadline`)
-          )
+          return Either.left(pastDeadline(field))
         }
       }
     }

@@ -6,7 +6,7 @@ import type { JsonValue } from "../domain/Json.js"
 import type { TaskRow } from "../domain/Rows.js"
 import { canSeeProject, PROJECT_NOT_FOUND, projectRefusal } from "../domain/Project.js"
 import type { TaskPatch } from "../domain/Task.js"
-import { isQuota, patchTaskRow, QUOTA_NEEDS_PERIOD, visibleFields } from "../domain/TaskRules.js"
+import { isPastDeadline, isQuota, patchTaskRow, QUOTA_NEEDS_PERIOD, visibleFields } from "../domain/TaskRules.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { DatabaseMaintenance } from "./DatabaseMaintenance.js"
 import { Mutations, type Tx } from "./Mutations.js"
@@ -14,6 +14,7 @@ import { Quotas } from "./Quotas.js"
 import { decodeRow, taskRowJson, TasksTable } from "./Tables.js"
 import { TaskLifecycle } from "./TaskLifecycle.js"
 import { TaskQueries } from "./TaskQueries.js"
+import { UserCalendar } from "./UserCalendar.js"
 
 const quota = (row: TaskRow) => isQuota(row)
 
@@ -29,6 +30,7 @@ export class BulkActions extends Effect.Service<BulkActions>()("steady/BulkActio
     const queries = yield* TaskQueries
     const lifecycle = yield* TaskLifecycle
     const quotas = yield* Quotas
+    const calendars = yield* UserCalendar
     const maintenance = yield* DatabaseMaintenance
 
     /** The visible rows among `ids`, locked, in id order. */
@@ -73,7 +75,7 @@ export class BulkActions extends Effect.Service<BulkActions>()("steady/BulkActio
                   counts.tasks_skipped++
                   continue
                 }
-                yield* quotas.closeEarly(tx, row, yield* quotas.calendarOf(row))
+                yield* quotas.closeEarly(tx, row, yield* calendars.ofTask(row))
                 counts.tasks_affected++
                 continue
               }
@@ -153,7 +155,7 @@ export class BulkActions extends Effect.Service<BulkActions>()("steady/BulkActio
           const cap = new Set(payload.cap_at_deadline_ids ?? [])
           for (const row of rows) {
             const id = row.id
-            const settings = yield* quotas.calendarOf(row)
+            const settings = yield* calendars.ofTask(row)
             // Done and trashed tasks are skipped, as in every bulk action (README: bulk actions).
             if (row.done || row.deleted_at !== null) {
               counts.tasks_skipped++
@@ -184,7 +186,7 @@ export class BulkActions extends Effect.Service<BulkActions>()("steady/BulkActio
               const error = planned.left
               // Quota rule 3: one quota left without a period refuses the whole batch.
               if (Object.values(error.details).includes(QUOTA_NEEDS_PERIOD)) return yield* Effect.fail(error)
-              if (/deadline/.test(error.message)) counts.skipped_deadline++
+              if (isPastDeadline(error)) counts.skipped_deadline++
               else counts.tasks_skipped++
               continue
             }

@@ -1,7 +1,7 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import { closingFrom, type EndedSchedule, endedSchedule } from "../domain/QuotaClosing.js"
-import type { WeekStartDay } from "../domain/QuotaPeriods.js"
+import { type CalendarColumns, calendarColumns, calendarFrom } from "./UserCalendar.js"
 
 /**
  * The rollover sweep, set-based. A batch of quotas is claimed with `FOR UPDATE SKIP LOCKED`
@@ -31,7 +31,7 @@ export interface SweepCursor {
   readonly id: number
 }
 
-interface Claimed {
+interface Claimed extends CalendarColumns {
   readonly id: number
   readonly user_id: number
   readonly project_id: number
@@ -45,8 +45,6 @@ interface Claimed {
   readonly end_key: string
   readonly completion_count: number
   readonly first_completed_at: string | null
-  readonly timezone: string
-  readonly week_start: WeekStartDay | null
 }
 
 export interface BatchResult {
@@ -77,7 +75,7 @@ export const closeBatch = (
              steady_iso(t.progress_period_start) AS period_start, steady_iso(t.progress_period_end) AS period_end,
              t.progress_period_end::text AS end_key, t.completion_count,
              steady_iso(t.first_completed_at) AS first_completed_at,
-             u.timezone, u.preferences->>'week_start' AS week_start
+             ${calendarColumns(sql, "u")}
       FROM tasks t JOIN users u ON u.id = t.user_id
       WHERE t.progress_period_end IS NOT NULL AND NOT t.done AND t.deleted_at IS NULL
         AND t.progress_period_end <= ${at}::timestamptz
@@ -96,12 +94,12 @@ export const closeBatch = (
     // midnight that is nearly all of them.
     const schedules = new Map<string, EndedSchedule | undefined>()
     for (const row of rows) {
-      const weekStart = row.week_start ?? "sunday"
-      const key = `${row.rrule} ${row.period_start} ${row.period_end} ${row.timezone} ${weekStart}`
+      const calendar = calendarFrom(row)
+      const key = `${row.rrule} ${row.period_start} ${row.period_end} ${calendar.zone} ${calendar.weekStart}`
       let schedule = schedules.get(key)
       if (schedule === undefined && !schedules.has(key)) {
         const current = { start: date(row.period_start), end: date(row.period_end) }
-        schedule = endedSchedule(row.rrule, current, { zone: row.timezone, weekStart }, now)
+        schedule = endedSchedule(row.rrule, current, calendar, now)
         schedules.set(key, schedule)
       }
       if (schedule === undefined) continue

@@ -11,8 +11,7 @@ import {
   type Period,
   periodContaining,
   type PeriodSettings,
-  parsePeriodRule,
-  type WeekStartDay
+  parsePeriodRule
 } from "../domain/QuotaPeriods.js"
 import { closingOf, type QuotaState } from "../domain/QuotaClosing.js"
 import { isQuota } from "../domain/TaskRules.js"
@@ -22,6 +21,7 @@ import { type BatchResult, closeBatch, SWEEP_BATCH, SWEEP_WORKERS, type SweepCur
 import { now as clockNow } from "./ServiceClock.js"
 import { CompletionsTable, QuotaPeriodsTable, TasksTable } from "./Tables.js"
 import { TaskQueries } from "./TaskQueries.js"
+import { UserCalendar } from "./UserCalendar.js"
 import { isOpen, isQuota as isQuotaSql } from "./WireSql.js"
 
 export type QuotaDayState = TaskRow["quota_day_state"]
@@ -55,19 +55,7 @@ export class Quotas extends Effect.Service<Quotas>()("steady/Quotas", {
     const sql = yield* SqlClient.SqlClient
     const mutations = yield* Mutations
     const queries = yield* TaskQueries
-
-    const settingsOf = (userId: number) =>
-      sql<{ timezone: string; week_start: WeekStartDay | null }>`
-        SELECT timezone, preferences->>'week_start' AS week_start FROM users WHERE id = ${userId}`.pipe(
-        Effect.map((rows): PeriodSettings => ({ zone: rows[0]!.timezone, weekStart: rows[0]!.week_start ?? "sunday" })),
-        Effect.orDie
-      )
-
-    /**
-     * A task's calendar (zone and week_start) is its owner's, whoever acts on it: periods,
-     * occurrences and prompt days of a task in a shared project never follow the actor.
-     */
-    const calendarOf = (task: Pick<TaskRow, "user_id">) => settingsOf(task.user_id)
+    const calendars = yield* UserCalendar
 
     /** The period a quota starts in, or nothing for a legacy quota without a rule. */
     const initialPeriod = (rrule: string | null, settings: PeriodSettings, now: Date): Period | undefined => {
@@ -140,7 +128,7 @@ export class Quotas extends Effect.Service<Quotas>()("steady/Quotas", {
       Effect.gen(function*() {
         const [owner] = yield* Effect.orDie(sql<{ user_id: number }>`SELECT user_id FROM tasks WHERE id = ${taskId}`)
         if (owner === undefined) return 0
-        const settings = yield* settingsOf(owner.user_id)
+        const settings = yield* calendars.of(owner.user_id)
         return yield* mutations.run(
           { user: ownerOf(owner.user_id, settings.zone), action: "rollover", undoable: false },
           (tx) =>
@@ -231,7 +219,7 @@ export class Quotas extends Effect.Service<Quotas>()("steady/Quotas", {
         return yield* mutations.run({ user, action: "progress" }, (tx) =>
           Effect.gen(function*() {
             const row = yield* queries.lockVisible(user, id)
-            const settings = yield* calendarOf(row)
+            const settings = yield* calendars.ofTask(row)
             if (!isQuota(row)) {
               return yield* Effect.fail(ValidationError.field("id", "Progress is logged on quotas only"))
             }
@@ -317,6 +305,6 @@ export class Quotas extends Effect.Service<Quotas>()("steady/Quotas", {
         return row!.body
       })
 
-    return { settingsOf, calendarOf, initialPeriod, closeEnded, rollover, sweep, closeEarly, progress, realign, listJson } as const
+    return { initialPeriod, closeEnded, rollover, sweep, closeEarly, progress, realign, listJson } as const
   })
 }) {}

@@ -31,6 +31,7 @@ import { Tasks } from "./Tasks.js"
 import { TimeSlots } from "./TimeSlots.js"
 import { Triage } from "./Triage.js"
 import { UndoService } from "./UndoService.js"
+import { UserCalendar } from "./UserCalendar.js"
 import { Users } from "./Users.js"
 import { Webhooks } from "./Webhooks.js"
 import { WebhookSender } from "./WebhookSender.js"
@@ -42,7 +43,8 @@ const Core = Layer.mergeAll(
   Credentials.Default,
   Mutations.Default,
   TaskQueries.Default,
-  EnrichmentQueue.Default
+  EnrichmentQueue.Default,
+  UserCalendar.Default
 ).pipe(
   Layer.provideMerge(WebhookWakeup.Default),
   Layer.provideMerge(ChangeWakeup.Default)

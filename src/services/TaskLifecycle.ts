@@ -11,6 +11,7 @@ import type { PeriodSettings } from "../domain/QuotaPeriods.js"
 import { Quotas } from "./Quotas.js"
 import { CompletionsTable, TasksTable } from "./Tables.js"
 import { TaskQueries } from "./TaskQueries.js"
+import { UserCalendar } from "./UserCalendar.js"
 
 const quoted = (title: string) => `'${title}'`
 
@@ -26,6 +27,7 @@ export class TaskLifecycle extends Effect.Service<TaskLifecycle>()("steady/TaskL
     const mutations = yield* Mutations
     const queries = yield* TaskQueries
     const quotas = yield* Quotas
+    const calendars = yield* UserCalendar
 
     const completions = (taskId: number) =>
       sql<LastCompletion>`
@@ -62,7 +64,7 @@ export class TaskLifecycle extends Effect.Service<TaskLifecycle>()("steady/TaskL
             if (current.deleted_at !== null) {
               return yield* Effect.fail(ValidationError.of("Cannot close the period of a quota in the trash; restore it first"))
             }
-            yield* quotas.closeEarly(tx, current, yield* quotas.calendarOf(current))
+            yield* quotas.closeEarly(tx, current, yield* calendars.ofTask(current))
             const task = yield* queries.wire(id)
             tx.describe(`Closed the current period of ${quoted(current.title)} early`)
             return { ...task, was_recurring: false, next_due_at: null }
@@ -85,7 +87,7 @@ export class TaskLifecycle extends Effect.Service<TaskLifecycle>()("steady/TaskL
     const doneStep = (tx: Tx, current: TaskRow, single?: { readonly calendar: PeriodSettings }) =>
       Effect.gen(function*() {
         const id = current.id
-        const { zone } = single?.calendar ?? (yield* quotas.calendarOf(current))
+        const { zone } = single?.calendar ?? (yield* calendars.ofTask(current))
         const plan = yield* planDone(current, zone, tx.now)
         // The completion record is inserted by the UPDATE's statement.
         const write = { current, alsoInsert: insertion(CompletionsTable, completionRow(tx, current, plan.dueAtWas, plan.dueAtNext)) }
@@ -127,7 +129,7 @@ export class TaskLifecycle extends Effect.Service<TaskLifecycle>()("steady/TaskL
     const skipStep = (tx: Tx, current: TaskRow) =>
       Effect.gen(function*() {
         const id = current.id
-        const { zone } = yield* quotas.calendarOf(current)
+        const { zone } = yield* calendars.ofTask(current)
         const plan = yield* planSkip(current, zone, tx.now)
         yield* tx.update(TasksTable, id, plan.writes)
         const task = yield* queries.wire(id)

@@ -3,12 +3,12 @@ import type { Fragment } from "@effect/sql/Statement"
 import { Effect, Option } from "effect"
 import { NotFound } from "../domain/Errors.js"
 import type { ProjectAccess } from "../domain/Project.js"
-import type { PeriodSettings, WeekStartDay } from "../domain/QuotaPeriods.js"
 import { startOfLocalDay, startOfNextLocalDay } from "../domain/LocalTime.js"
 import { type Page, pageOf } from "../domain/QueryParams.js"
 import type { Task, TaskListQuery } from "../domain/Task.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { now as clockNow } from "./ServiceClock.js"
+import { type CalendarColumns, calendarColumns, calendarFrom } from "./UserCalendar.js"
 import { decodeRow, taskRowJson, TasksTable } from "./Tables.js"
 import { inSharedProject, isOpen, isOverdue, isQuota, wireArray } from "./WireSql.js"
 
@@ -140,8 +140,8 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
      * a write's anchors and periods are on the owner's calendar, whoever acts on the task.
      */
     const lockForWrite = (user: CurrentUserShape, id: number) =>
-      sql<{ row: Record<string, unknown>; timezone: string; week_start: WeekStartDay | null }>`
-        SELECT ${sql.literal(taskRowJson)} AS row, u.timezone, u.preferences->>'week_start' AS week_start
+      sql<{ row: Record<string, unknown> } & CalendarColumns>`
+        SELECT ${sql.literal(taskRowJson)} AS row, ${calendarColumns(sql, "u")}
         FROM tasks t JOIN users u ON u.id = t.user_id
         WHERE t.id = ${id} AND ${visible(user.id)} FOR UPDATE OF t`.pipe(
         Effect.orDie,
@@ -150,7 +150,7 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
             ? Effect.fail(NotFound.of("Task"))
             : Effect.succeed({
               current: decodeRow(TasksTable, rows[0].row),
-              calendar: { zone: rows[0].timezone, weekStart: rows[0].week_start ?? "sunday" } satisfies PeriodSettings
+              calendar: calendarFrom(rows[0])
             })
         )
       )

@@ -14,6 +14,7 @@ import { Mutations, type Tx } from "./Mutations.js"
 import { Quotas } from "./Quotas.js"
 import { TasksTable } from "./Tables.js"
 import { TaskQueries } from "./TaskQueries.js"
+import { UserCalendar } from "./UserCalendar.js"
 
 type Wire = Record<string, unknown>
 
@@ -26,6 +27,7 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
     const mutations = yield* Mutations
     const queries = yield* TaskQueries
     const quotas = yield* Quotas
+    const calendars = yield* UserCalendar
     const enrichment = yield* EnrichmentQueue
 
     /**
@@ -80,7 +82,7 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
           // The creator owns the task: its calendar is theirs.
           const row = {
             ...(projectId === undefined ? withoutProject : base),
-            ...(yield* periodWrites(quotas.settingsOf(user.id), undefined, base, tx.now)),
+            ...(yield* periodWrites(calendars.of(user.id), undefined, base, tx.now)),
             ...(enrich ? { enrichment_status: "pending" as const } : {})
           }
           // The request is the row's pending status: until the task changes, the row is the
