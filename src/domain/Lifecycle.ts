@@ -58,6 +58,26 @@ const openCheck = (t: TaskState, verb: string): Either.Either<void, ValidationEr
   return Either.void
 }
 
+/**
+ * A recurring task moved on to its next occurrence (done and skip alike): the writes, or
+ * undefined when it does not recur or its series has ended (COUNT, UNTIL).
+ */
+const advanceSeries = (
+  t: TaskState,
+  zone: string,
+  now: Date
+): Either.Either<{ readonly writes: Writes<TaskRow>; readonly nextDueAt: string } | undefined, ValidationError> => {
+  if (!isRecurring(t)) return Either.right(undefined)
+  return Either.map(nextDue(t, zone, now), (next) => {
+    if (next === undefined) return undefined
+    const nextDueAt = next.toISOString()
+    return {
+      writes: { due_at: nextDueAt, original_due_at: nextDueAt, previous_due_at: t.due_at, occurrence_at: t.due_at },
+      nextDueAt
+    }
+  })
+}
+
 export interface DonePlan {
   readonly writes: Writes<TaskRow>
   readonly wasRecurring: boolean
@@ -79,28 +99,13 @@ export const planDone = (t: TaskState, zone: string, now: Date): Either.Either<D
     last_completed_at: at,
     ...(t.is_reminder ? { last_considered_at: at } : {})
   }
-  if (isRecurring(t)) {
-    const found = nextDue(t, zone, now)
-    if (Either.isLeft(found)) return Either.left(found.left)
-    const next = found.right
-    if (next !== undefined) {
-      const nextIso = next.toISOString()
-      return Either.right({
-        writes: {
-          ...counts,
-          due_at: nextIso,
-          original_due_at: nextIso,
-          previous_due_at: t.due_at,
-          occurrence_at: t.due_at
-        },
-        wasRecurring: true,
-        nextDueAt: nextIso,
-        dueAtWas: t.due_at,
-        dueAtNext: nextIso
-      })
-    }
-    // The series has ended (COUNT or UNTIL): the last occurrence completes the task.
+  const advanced = advanceSeries(t, zone, now)
+  if (Either.isLeft(advanced)) return Either.left(advanced.left)
+  if (advanced.right !== undefined) {
+    const { writes, nextDueAt } = advanced.right
+    return Either.right({ writes: { ...counts, ...writes }, wasRecurring: true, nextDueAt, dueAtWas: t.due_at, dueAtNext: nextDueAt })
   }
+  // Not recurring, or the series has ended (COUNT or UNTIL): the last occurrence completes the task.
   return Either.right({
     writes: { ...counts, done: true, done_at: at, archived_at: at, occurrence_at: t.due_at },
     wasRecurring: isRecurring(t),
@@ -165,24 +170,11 @@ export const planSkip = (t: TaskState, zone: string, now: Date): Either.Either<S
   const open = openCheck(t, "skip")
   if (Either.isLeft(open)) return Either.left(open.left)
   const at = now.toISOString()
-  if (isRecurring(t)) {
-    const found = nextDue(t, zone, now)
-    if (Either.isLeft(found)) return Either.left(found.left)
-    const next = found.right
-    if (next !== undefined) {
-      const nextIso = next.toISOString()
-      return Either.right({
-        writes: {
-          skip_count: t.skip_count + 1,
-          due_at: nextIso,
-          original_due_at: nextIso,
-          previous_due_at: t.due_at,
-          occurrence_at: t.due_at
-        },
-        wasRecurring: true,
-        nextDueAt: nextIso
-      })
-    }
+  const advanced = advanceSeries(t, zone, now)
+  if (Either.isLeft(advanced)) return Either.left(advanced.left)
+  if (advanced.right !== undefined) {
+    const { writes, nextDueAt } = advanced.right
+    return Either.right({ writes: { skip_count: t.skip_count + 1, ...writes }, wasRecurring: true, nextDueAt })
   }
   return Either.right({
     writes: { skip_count: t.skip_count + 1, archived_at: at, occurrence_at: t.due_at },
