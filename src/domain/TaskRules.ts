@@ -207,8 +207,6 @@ export const patchTaskRow = (
   context: {
     readonly now: Date
     readonly zone: string
-    /** The series' wall time when the rule chose the due date (see FirstDue). */
-    readonly anchorTime?: string | undefined
   }
 ): Either.Either<Writes<TaskRow>, ValidationError> => {
   const now = context.now.toISOString()
@@ -226,19 +224,24 @@ export const patchTaskRow = (
     progress_target: has("progress_target") ? patch.progress_target! : current.progress_target
   }
   const becameQuota = isQuota(view) && !isQuota(current)
-  const checked = checkRules(view, {
+  const options = {
     allowPastDeadline: patch.allow_past_deadline ?? false,
     capAtDeadline: patch.cap_at_deadline ?? false,
-    ruleTouched: has("rrule") || becameQuota,
-    dateTouched: has("due_at") || becameQuota
-  })
+    ruleTouched: has("rrule") || becameQuota
+  }
+  let checked = checkRules(view, { ...options, dateTouched: has("due_at") || becameQuota })
   if (Either.isLeft(checked)) return Either.left(checked.left)
+  // The series' wall time when the rule chose the due date (see FirstDue).
+  let anchorTime: string | undefined
   if (has("rrule") && checked.right.rrule !== null) {
     const due = firstDue(checked.right, context.zone, context.now)
     if (Either.isLeft(due)) return Either.left(due.left)
     if (checked.right.due_at === null && due.right.due_at !== null) {
-      // A rule added to a task without a due date schedules its first occurrence.
-      return patchTaskRow(current, { ...patch, due_at: new Date(due.right.due_at) }, { ...context, anchorTime: due.right.anchor_time })
+      // A rule added to a task without a due date schedules its first occurrence: the
+      // rules (the deadline's above all) judge that date as if it had been sent.
+      checked = checkRules({ ...view, due_at: due.right.due_at }, { ...options, dateTouched: true })
+      if (Either.isLeft(checked)) return Either.left(checked.left)
+      anchorTime = due.right.anchor_time
     }
   }
   const v = checked.right
@@ -264,7 +267,7 @@ export const patchTaskRow = (
   if (has("due_at") || v.due_at !== current.due_at) {
     out.due_at = v.due_at
     Object.assign(out, anchorsOf(v.due_at, context.zone))
-    if (context.anchorTime !== undefined) out.anchor_time = context.anchorTime
+    if (anchorTime !== undefined) out.anchor_time = anchorTime
     if (current.original_due_at === null || patch.reset_original_due_at === true) out.original_due_at = v.due_at
   } else if (patch.reset_original_due_at === true) {
     out.original_due_at = v.due_at
