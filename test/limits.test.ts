@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { MAX_SESSIONS_PER_USER, MAX_TOKENS_PER_USER } from "../src/services/Credentials.js"
 import { MAX_PENDING_PER_WEBHOOK, MAX_WEBHOOKS_PER_USER } from "../src/services/Webhooks.js"
-import { MAX_IN_FLIGHT_PER_USER } from "../src/scheduler/WebhookDispatcher.js"
+import { MAX_IN_FLIGHT_PER_USER } from "../src/services/WebhookDeliveries.js"
 import { type Receiver, sleep, startReceiver } from "./support/receiver.js"
 import { query } from "./support/rows.js"
 import { startService, type TestService } from "./support/service.js"

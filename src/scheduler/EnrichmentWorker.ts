@@ -1,6 +1,5 @@
-import * as SqlClient from "@effect/sql/SqlClient"
 import { Duration, Effect, FiberSet, Layer, Ref, Schedule } from "effect"
-import type { AiFailure, AiOff } from "../services/AiGateway.js"
+import { type AiFailure, AiGateway, type AiOff } from "../services/AiGateway.js"
 import { AiInsights } from "../services/AiInsights.js"
 import { AppConfig } from "../services/AppConfig.js"
 import { Enrichment } from "../services/Enrichment.js"
@@ -10,16 +9,11 @@ import { now as clockNow } from "../services/ServiceClock.js"
 import { purgeSchedule } from "./Purges.js"
 import { logFailure } from "../services/DatabaseFailures.js"
 
-export const AI_ACTIVITY_RETENTION_DAYS = 30
 /** Requests enriched at once by one instance. */
 const BATCH = 4
 
-/** Issue 11: AI activity rows are kept for 30 days. */
-export const purgeAiActivity = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  const cutoff = new Date((yield* clockNow).getTime() - AI_ACTIVITY_RETENTION_DAYS * 86_400_000).toISOString()
-  yield* sql`DELETE FROM ai_activity WHERE created_at < ${cutoff}::timestamptz`
-})
+/** Issue 11: AI activity rows are kept for 30 days (`AiGateway.purgeActivity`). */
+export const purgeAiActivity = Effect.flatMap(AiGateway, (gateway) => gateway.purgeActivity)
 
 /**
  * The retry policy. The waits between attempts are stored as `next_attempt_at` (a restart
@@ -46,10 +40,10 @@ export const breakerPause = (cooldown: Duration.Duration) => Schedule.intersect(
 export const EnrichmentWorkerLive = Layer.scopedDiscard(
   Effect.gen(function*() {
     const config = yield* AppConfig
-    const sql = yield* SqlClient.SqlClient
+    const gateway = yield* AiGateway
     const insights = yield* AiInsights
     const maintenance = Effect.all([
-      purgeAiActivity.pipe(Effect.provideService(SqlClient.SqlClient, sql)),
+      gateway.purgeActivity,
       insights.failStale
     ]).pipe(Effect.catchAllCause((cause) => logFailure("AI maintenance failed", cause)))
     yield* forkWatched("ai_maintenance")(Effect.repeat(maintenance, purgeSchedule))

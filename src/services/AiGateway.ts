@@ -14,6 +14,8 @@ import { loadPrompts, type PromptName } from "./AiPrompts.js"
 import { type AiFeature, type AiProvider, AppConfig } from "./AppConfig.js"
 import { now as clockNow } from "./ServiceClock.js"
 
+export const AI_ACTIVITY_RETENTION_DAYS = 30
+
 /** AI is switched off (`SERVICE_AI_PROVIDER=off`): no model is ever called. */
 export class AiOff extends Data.TaggedError("AiOff")<{}> {
   override get message() {
@@ -120,6 +122,12 @@ export class AiGateway extends Effect.Service<AiGateway>()("steady/AiGateway", {
         Effect.catchAllCause((cause) => Effect.logWarning("AI activity row not written", cause))
       )
 
+    /** Issue 11: AI activity rows are kept for 30 days. */
+    const purgeActivity = Effect.gen(function*() {
+      const cutoff = new Date((yield* clockNow).getTime() - AI_ACTIVITY_RETENTION_DAYS * 86_400_000).toISOString()
+      yield* sql`DELETE FROM ai_activity WHERE created_at < ${cutoff}::timestamptz`
+    })
+
     /** Runs one model call for `feature` under `timeout`, logged; the failure as `AiFailure`. */
     const call = <A>(
       feature: AiFeature,
@@ -187,6 +195,6 @@ export class AiGateway extends Effect.Service<AiGateway>()("steady/AiGateway", {
         (value) => JSON.stringify(value)
       )
 
-    return { enabled, choice, text, object, promptText } as const
+    return { enabled, choice, text, object, promptText, purgeActivity } as const
   })
 }) {}

@@ -16,6 +16,7 @@ import { Exporter } from "./Exporter.js"
 import { History } from "./History.js"
 import { Idempotency } from "./Idempotency.js"
 import { Liveness } from "./Liveness.js"
+import { MissedReminders } from "./MissedReminders.js"
 import { Mutations } from "./Mutations.js"
 import { Notifications } from "./Notifications.js"
 import { PreferencesService } from "./PreferencesService.js"
@@ -34,6 +35,7 @@ import { UndoService } from "./UndoService.js"
 import { UserCalendar } from "./UserCalendar.js"
 import { Users } from "./Users.js"
 import { Webhooks } from "./Webhooks.js"
+import { WebhookDeliveries } from "./WebhookDeliveries.js"
 import { WebhookSender } from "./WebhookSender.js"
 import { WebhookWakeup } from "./WebhookWakeup.js"
 
@@ -76,6 +78,8 @@ export const ServicesLive = Layer.mergeAll(
   UndoService.Default,
   Webhooks.Default,
   WebhookSender.Default,
+  WebhookDeliveries.Default,
+  MissedReminders.Default,
   Triage.Default,
   Exporter.Default,
   PushKeys.Default,

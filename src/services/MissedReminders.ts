@@ -1,0 +1,82 @@
+import * as SqlClient from "@effect/sql/SqlClient"
+import { Effect, Either } from "effect"
+import type { UserId } from "../domain/Ids.js"
+import { nextOccurrence } from "../domain/Occurrences.js"
+import { Mutations } from "./Mutations.js"
+import { now as clockNow } from "./ServiceClock.js"
+import { TasksTable } from "./Tables.js"
+import { isNotQuota, isOpen } from "./WireSql.js"
+
+interface MissedReminder {
+  readonly id: number
+  readonly user_id: number
+  readonly username: string
+  readonly timezone: string
+  readonly rrule: string
+  readonly anchor_time: string | null
+  readonly due_at: string
+  readonly series_start_at: string | null
+}
+
+/**
+ * Up to 1,000 open recurring reminders whose time has passed, of every user: read from the
+ * partial index of open recurring reminders (migration 0019), so the minutely sweep reads
+ * those few rows, not every task (it was a scan of the whole table, ~2 s at a million tasks).
+ */
+export const missedReminders = (sql: SqlClient.SqlClient, now: Date) =>
+  sql<MissedReminder>`
+    SELECT t.id, t.user_id, u.username, u.timezone, t.rrule, t.anchor_time, steady_iso(t.due_at) AS due_at,
+           steady_iso(t.series_start_at) AS series_start_at
+    FROM tasks t JOIN users u ON u.id = t.user_id
+    WHERE t.is_reminder AND t.rrule IS NOT NULL AND ${isNotQuota(sql)} AND ${isOpen(sql)}
+      AND t.due_at < ${now.toISOString()}::timestamptz
+    ORDER BY t.id LIMIT 1000`
+
+/**
+ * A recurring reminder whose time has passed rolls forward to its next occurrence after
+ * now on its own: no completion is recorded and nothing is undoable (spec §3, reminders 6).
+ */
+export class MissedReminders extends Effect.Service<MissedReminders>()("steady/MissedReminders", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const mutations = yield* Mutations
+
+    /** One sweep; returns how many reminders moved. */
+    const rollForward = Effect.gen(function*() {
+      const now = yield* clockNow
+      const missed = yield* missedReminders(sql, now)
+      let moved = 0
+      for (const reminder of missed) {
+        const found = nextOccurrence(
+          { rule: reminder.rrule, zone: reminder.timezone, anchorTime: reminder.anchor_time },
+          new Date(reminder.series_start_at ?? reminder.due_at),
+          now
+        )
+        if (Either.isLeft(found)) {
+          // A rule stored before today's validation: skip this row, keep rolling the others.
+          yield* Effect.logWarning(`Reminder ${reminder.id} not rolled forward: rrule ${found.left}`)
+          continue
+        }
+        const next = found.right
+        if (next === undefined) continue
+        const user = { id: reminder.user_id as UserId, username: reminder.username, timezone: reminder.timezone }
+        yield* mutations.run({ user, action: "reminder_roll", undoable: false }, (tx) =>
+          Effect.gen(function*() {
+            // Re-read under the lock: the user may have acted on it since the scan.
+            const current = yield* tx.lock(TasksTable, reminder.id)
+            if (current === undefined || current.due_at !== reminder.due_at || current.done) return
+            yield* tx.update(TasksTable, reminder.id, {
+              due_at: next.toISOString(),
+              original_due_at: next.toISOString(),
+              previous_due_at: reminder.due_at
+            })
+            moved++
+          }))
+      }
+      if (moved > 0) yield* Effect.logInfo(`Rolled ${moved} missed reminder(s) forward`)
+      return moved
+    }).pipe(Effect.orDie, Effect.withSpan("Scheduler.rollForwardMissedReminders"))
+
+    return { rollForward } as const
+  })
+}) {}
