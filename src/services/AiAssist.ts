@@ -15,6 +15,7 @@ import { AI_FEATURES, type AiFeature, AppConfig } from "./AppConfig.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { now as clockNow } from "./ServiceClock.js"
 import { TaskQueries } from "./TaskQueries.js"
+import { isNotQuota, isOpen } from "./WireSql.js"
 
 /** CONTRACT §8: 503 when AI is off; a provider failure is a 503 with the reason in `details`. */
 export const unavailable = (error: AiOff | AiFailure) =>
@@ -61,7 +62,7 @@ export class AiAssist extends Effect.Service<AiAssist>()("steady/AiAssist", {
     const openTasks = (userId: number, limit: number) =>
       sql<TaskLine>`
         SELECT id, title, priority, steady_iso(due_at) AS due_at, steady_iso(created_at) AS created_at FROM tasks
-        WHERE user_id = ${userId} AND NOT done AND deleted_at IS NULL AND archived_at IS NULL
+        WHERE user_id = ${userId} AND ${isOpen(sql, "")}
         ORDER BY due_at NULLS LAST, priority DESC, id LIMIT ${limit}`.pipe(Effect.orDie)
 
     const quickTake = (user: CurrentUserShape, input: { readonly title: string; readonly has_due_date?: boolean | undefined }) =>
@@ -145,8 +146,7 @@ export class AiAssist extends Effect.Service<AiAssist>()("steady/AiAssist", {
       const weekAhead = new Date(now.getTime() + 7 * 86_400_000).toISOString()
       return sql<TaskLine>`
         SELECT id, title, priority, steady_iso(due_at) AS due_at, steady_iso(created_at) AS created_at FROM tasks
-        WHERE user_id = ${userId} AND NOT done AND deleted_at IS NULL AND archived_at IS NULL
-          AND NOT is_tracked AND progress_target <= 1
+        WHERE user_id = ${userId} AND ${isOpen(sql, "")} AND ${isNotQuota(sql, "")}
           AND (due_at IS NULL OR due_at <= ${weekAhead}::timestamptz)
         ORDER BY due_at NULLS LAST, priority DESC, id LIMIT ${WHATS_NEXT_MAX_CANDIDATES}`.pipe(Effect.orDie)
     }

@@ -17,6 +17,7 @@ import { fill } from "./AiPrompts.js"
 import { AppConfig } from "./AppConfig.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { now as clockNow } from "./ServiceClock.js"
+import { isOpen } from "./WireSql.js"
 
 interface SessionRow {
   readonly session_id: string
@@ -59,7 +60,7 @@ export class AiInsights extends Effect.Service<AiInsights>()("steady/AiInsights"
         SELECT id, title, priority, steady_iso(due_at) AS due_at,
                floor(extract(epoch FROM (${now.toISOString()}::timestamptz - created_at)) / 86400)::int AS "ageDays"
         FROM tasks
-        WHERE user_id = ${user.id} AND NOT done AND deleted_at IS NULL AND archived_at IS NULL
+        WHERE user_id = ${user.id} AND ${isOpen(sql, "")}
         ORDER BY created_at, id LIMIT ${INSIGHTS_MAX_TASKS}`.pipe(Effect.orDie)
 
     const runChunk = (user: CurrentUserShape, sessionId: string, chunk: ReadonlyArray<CandidateRow>, context: string) =>

@@ -6,6 +6,7 @@ import { Liveness, WATCHED_FIBERS } from "./Liveness.js"
 import { poolStatsOf } from "./PoolStats.js"
 import { RequestMetrics } from "./RequestMetrics.js"
 import { now as clockNow } from "./ServiceClock.js"
+import { hasRunningPeriod } from "./WireSql.js"
 
 interface Backlog {
   readonly webhook_backlog: number
@@ -34,7 +35,7 @@ const readBacklog = (sql: SqlClient.SqlClient, now: Date) => {
         WHERE status <> 'pending' AND finished_at > ${dayAgo}::timestamptz AND status = 'failed') AS webhook_failed_deliveries,
       (SELECT count(*)::int FROM tasks WHERE enrichment_status = 'pending') AS enrichment_queue,
       COALESCE((SELECT EXTRACT(EPOCH FROM (${now.toISOString()}::timestamptz - min(progress_period_end)))::float8
-        FROM tasks WHERE progress_period_end IS NOT NULL AND NOT done AND deleted_at IS NULL
+        FROM tasks WHERE ${hasRunningPeriod(sql, "")}
           AND progress_period_end <= ${now.toISOString()}::timestamptz), 0)::float8 AS rollover_lag`
 }
 

@@ -2,6 +2,7 @@ import type * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import { closingFrom, type EndedSchedule, endedSchedule } from "../domain/QuotaClosing.js"
 import { type CalendarColumns, calendarColumns, calendarFrom } from "./UserCalendar.js"
+import { hasRunningPeriod } from "./WireSql.js"
 
 /**
  * The rollover sweep, set-based. A batch of quotas is claimed with `FOR UPDATE SKIP LOCKED`
@@ -77,7 +78,7 @@ export const closeBatch = (
              steady_iso(t.first_completed_at) AS first_completed_at,
              ${calendarColumns(sql, "u")}
       FROM tasks t JOIN users u ON u.id = t.user_id
-      WHERE t.progress_period_end IS NOT NULL AND NOT t.done AND t.deleted_at IS NULL
+      WHERE ${hasRunningPeriod(sql)}
         AND t.progress_period_end <= ${at}::timestamptz
         ${after === undefined ? sql`` : sql`AND (t.progress_period_end, t.id) > (${after.end}::timestamptz, ${after.id}::int)`}
       ORDER BY t.progress_period_end, t.id

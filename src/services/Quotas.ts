@@ -22,7 +22,7 @@ import { now as clockNow } from "./ServiceClock.js"
 import { CompletionsTable, QuotaPeriodsTable, TasksTable } from "./Tables.js"
 import { TaskQueries } from "./TaskQueries.js"
 import { UserCalendar } from "./UserCalendar.js"
-import { isOpen, isQuota as isQuotaSql } from "./WireSql.js"
+import { hasRunningPeriod, isOpen, isQuota as isQuotaSql } from "./WireSql.js"
 
 export type QuotaDayState = TaskRow["quota_day_state"]
 
@@ -264,8 +264,7 @@ export class Quotas extends Effect.Service<Quotas>()("steady/Quotas", {
     ) =>
       Effect.gen(function*() {
         const rows = yield* Effect.orDie(sql<{ id: number }>`
-          SELECT id FROM tasks WHERE user_id = ${userId} AND progress_period_end IS NOT NULL
-            AND NOT done AND deleted_at IS NULL ORDER BY id`)
+          SELECT id FROM tasks WHERE user_id = ${userId} AND ${hasRunningPeriod(sql, "")} ORDER BY id`)
         for (const { id } of rows) {
           const row = (yield* tx.lock(TasksTable, id))!
           if (row.rrule === null) continue

@@ -139,7 +139,7 @@ export class Reminders extends Effect.Service<Reminders>()("steady/Reminders", {
         const ids = [...new Set(parsed.map((p) => p.taskId))]
         const owned = ids.length === 0 ? [] : yield* Effect.orDie(sql<{ id: number; rrule: string | null; progress_target: number }>`
           SELECT id, rrule, progress_target FROM tasks WHERE id IN ${sql.in(ids)} AND user_id = ${user.id}
-            AND (is_tracked OR progress_target > 1) AND deleted_at IS NULL`)
+            AND ${isQuota(sql, "")} AND deleted_at IS NULL`)
         for (const p of parsed) {
           const quota = owned.find((o) => o.id === p.taskId)
           if (quota === undefined) return yield* Effect.fail(ValidationError.field("keys", `"${p.key}" does not name one of your quotas`))

@@ -8,6 +8,7 @@ import type { CurrentUserShape } from "./CurrentUser.js"
 import { Mutations, type Tx } from "./Mutations.js"
 import { PreferencesService } from "./PreferencesService.js"
 import { TasksTable, TimeSlotsTable } from "./Tables.js"
+import { isNotQuota, isOpen, isQuota } from "./WireSql.js"
 
 type SlotRow = TimeSlotRow
 
@@ -70,8 +71,7 @@ export class TimeSlots extends Effect.Service<TimeSlots>()("steady/TimeSlots", {
       Effect.map(
         Effect.orDie(sql<{ id: number; due_at: string | null; anchor_time: string | null }>`
           SELECT id, steady_iso(due_at) AS due_at, anchor_time FROM tasks
-          WHERE user_id = ${userId} AND is_reminder AND NOT done AND deleted_at IS NULL AND archived_at IS NULL
-            AND NOT is_tracked AND progress_target <= 1
+          WHERE user_id = ${userId} AND is_reminder AND ${isOpen(sql, "")} AND ${isNotQuota(sql, "")}
           ORDER BY id FOR UPDATE`),
         (rows) =>
           rows.flatMap((r): Array<ReminderTime & { due_at: string | null }> => {
@@ -106,7 +106,7 @@ export class TimeSlots extends Effect.Service<TimeSlots>()("steady/TimeSlots", {
     const quotasPromptingIn = (userId: number, slotId: number, isDefault: boolean) =>
       sql<Pick<TaskRow, "id" | "quota_prompt_config">>`
         SELECT id, quota_prompt_config FROM tasks
-        WHERE user_id = ${userId} AND (is_tracked OR progress_target > 1) AND NOT done AND deleted_at IS NULL
+        WHERE user_id = ${userId} AND ${isQuota(sql, "")} AND NOT done AND deleted_at IS NULL
           AND ((quota_prompt_config->>'slot_id')::int = ${slotId}
                ${isDefault ? sql`OR quota_prompt_config IS NULL OR quota_prompt_config->'slot_id' IS NULL OR quota_prompt_config->'slot_id' = 'null'::jsonb` : sql``})
         ORDER BY id FOR UPDATE`.pipe(Effect.orDie)

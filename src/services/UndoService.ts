@@ -22,6 +22,7 @@ import {
   TimeSlotsTable
 } from "./Tables.js"
 import { TaskQueries } from "./TaskQueries.js"
+import { hasRunningPeriod } from "./WireSql.js"
 
 interface EntryRow {
   readonly id: number
@@ -178,8 +179,7 @@ export class UndoService extends Effect.Service<UndoService>()("steady/UndoServi
         const now = yield* clockNow
         const ended = yield* Effect.orDie(sql<{ id: number }>`
           SELECT t.id FROM tasks t
-          WHERE t.progress_period_end IS NOT NULL AND t.progress_period_end <= ${now.toISOString()}::timestamptz
-            AND NOT t.done AND t.deleted_at IS NULL
+          WHERE ${hasRunningPeriod(sql)} AND t.progress_period_end <= ${now.toISOString()}::timestamptz
             AND t.id IN (
               SELECT (c->>'id')::int FROM undo_entries e, jsonb_array_elements(e.changes) c
               WHERE e.id = (SELECT id FROM undo_entries WHERE user_id = ${user.id}

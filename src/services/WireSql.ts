@@ -2,12 +2,29 @@ import type * as SqlClient from "@effect/sql/SqlClient"
 import type { Fragment } from "@effect/sql/Statement"
 
 /**
- * SQL written once: the conditions every query asks of a task aliased `t` ("is it open?",
- * "is it overdue?" — spec §4.2 wants one overdue definition for the list filter, the
- * counts, project counts and the snooze-overdue sweep), and the wire shapes built in SQL.
+ * SQL written once: the conditions every query asks of a task ("is it open?", "is it
+ * overdue?" — spec §4.2 wants one overdue definition for the list filter, the counts,
+ * project counts and the snooze-overdue sweep), and the wire shapes built in SQL. A
+ * condition is on the task under `alias` (`t` unless said; "" for a query that names no
+ * alias). The planner matches partial indexes by their columns, not by the alias.
  */
-export const isOpen = (sql: SqlClient.SqlClient): Fragment =>
-  sql`NOT t.done AND t.deleted_at IS NULL AND t.archived_at IS NULL`
+const columnsOf = (sql: SqlClient.SqlClient, alias: string) => (column: string) =>
+  sql.literal(alias === "" ? column : `${alias}.${column}`)
+
+export const isOpen = (sql: SqlClient.SqlClient, alias = "t"): Fragment => {
+  const c = columnsOf(sql, alias)
+  return sql`NOT ${c("done")} AND ${c("deleted_at")} IS NULL AND ${c("archived_at")} IS NULL`
+}
+
+/**
+ * A quota whose current period runs (it has one, and the quota is neither done nor in the
+ * trash): what the rollover sweeps, realignment and the rollover lag look at; the exact
+ * predicate of the sweep's partial index (migrations 0003, 0011).
+ */
+export const hasRunningPeriod = (sql: SqlClient.SqlClient, alias = "t"): Fragment => {
+  const c = columnsOf(sql, alias)
+  return sql`${c("progress_period_end")} IS NOT NULL AND NOT ${c("done")} AND ${c("deleted_at")} IS NULL`
+}
 
 /**
  * Whether the project `projectId` names (a column of the caller's row) is shared, looked up
@@ -18,9 +35,15 @@ export const inSharedProject = (sql: SqlClient.SqlClient, projectId: string): Fr
   sql`COALESCE((SELECT sp.shared FROM projects sp WHERE sp.id = ${sql.literal(projectId)}), false)`
 
 /** A quota: a target above 1, or tracked (spec §1). */
-export const isQuota = (sql: SqlClient.SqlClient): Fragment => sql`(t.is_tracked OR t.progress_target > 1)`
+export const isQuota = (sql: SqlClient.SqlClient, alias = "t"): Fragment => {
+  const c = columnsOf(sql, alias)
+  return sql`(${c("is_tracked")} OR ${c("progress_target")} > 1)`
+}
 
-export const isNotQuota = (sql: SqlClient.SqlClient): Fragment => sql`NOT t.is_tracked AND t.progress_target <= 1`
+export const isNotQuota = (sql: SqlClient.SqlClient, alias = "t"): Fragment => {
+  const c = columnsOf(sql, alias)
+  return sql`NOT ${c("is_tracked")} AND ${c("progress_target")} <= 1`
+}
 
 /** Reminders and quotas are never overdue; a recurring task's due date is its current occurrence. */
 export const isOverdue = (sql: SqlClient.SqlClient, now: Date): Fragment =>
