@@ -59,9 +59,11 @@ export class Exporter extends Effect.Service<Exporter>()("steady/Exporter", {
         Stream.concat(rows(table, userId, now).pipe(Stream.zipWithIndex, Stream.map(([json, i]) => (i === 0 ? json : `,${json}`))), Stream.make("]"))
       )
 
+    /** The export as a download: its bytes and the file name it is offered under (dated by the service clock). */
     const json = (user: CurrentUserShape) =>
-      Effect.map(clockNow, (now) =>
-        Stream.flatten(
+      Effect.map(clockNow, (now) => ({
+        filename: `steady-export-${now.toISOString().slice(0, 10)}.json`,
+        body: Stream.flatten(
           Stream.make(
             Stream.make(`{"data":{"tasks":`),
             jsonArray("tasks", user.id, now),
@@ -71,18 +73,22 @@ export class Exporter extends Effect.Service<Exporter>()("steady/Exporter", {
             jsonArray("completions", user.id, now),
             Stream.make(`,"exported_at":${JSON.stringify(now.toISOString())}}}`)
           )
-        ).pipe(Stream.map((text) => encoder.encode(text))))
+        ).pipe(Stream.map((text) => encoder.encode(text)))
+      }))
 
     const csv = (user: CurrentUserShape, type: "tasks" | "projects") =>
       Effect.map(clockNow, (now) => {
         const columns = type === "tasks" ? TASK_COLUMNS : PROJECT_COLUMNS
-        return Stream.concat(
-          Stream.make(csvRow(columns)),
-          rows(type, user.id, now).pipe(Stream.map((text: string) => {
-            const record = JSON.parse(text) as Record<string, unknown>
-            return csvRow(columns.map((c) => record[c]))
-          }))
-        ).pipe(Stream.map((text) => encoder.encode(text)))
+        return {
+          filename: `steady-${type}-${now.toISOString().slice(0, 10)}.csv`,
+          body: Stream.concat(
+            Stream.make(csvRow(columns)),
+            rows(type, user.id, now).pipe(Stream.map((text: string) => {
+              const record = JSON.parse(text) as Record<string, unknown>
+              return csvRow(columns.map((c) => record[c]))
+            }))
+          ).pipe(Stream.map((text) => encoder.encode(text)))
+        }
       })
 
     return { json, csv } as const
