@@ -71,12 +71,9 @@ export class BulkActions extends Effect.Service<BulkActions>()("steady/BulkActio
                 }
                 // With close_period a quota is acted on like any task, so one in the trash is
                 // skipped as trashed tasks are.
-                if (row.deleted_at !== null) {
-                  counts.tasks_skipped++
-                  continue
-                }
-                yield* quotas.closeEarly(tx, row, yield* calendars.ofTask(row))
-                counts.tasks_affected++
+                const closed = yield* attempt(lifecycle.closePeriodStep(tx, row))
+                if (Either.isLeft(closed)) counts.tasks_skipped++
+                else counts.tasks_affected++
                 continue
               }
               const result = yield* attempt(lifecycle.doneStep(tx, row))

@@ -53,6 +53,18 @@ export class TaskLifecycle extends Effect.Service<TaskLifecycle>()("steady/TaskL
       progress_target: task.progress_target
     })
 
+    /**
+     * Closes a locked quota's current period early (done with close_period, spec §3), on its
+     * owner's calendar: shared by single and bulk done. Refused for a quota in the trash.
+     */
+    const closePeriodStep = (tx: Tx, current: TaskRow) =>
+      Effect.gen(function*() {
+        if (current.deleted_at !== null) {
+          return yield* Effect.fail(ValidationError.of("Cannot close the period of a quota in the trash; restore it first"))
+        }
+        yield* quotas.closeEarly(tx, current, yield* calendars.ofTask(current))
+      })
+
     /** done with close_period on a quota: its current period closes early (spec §3). */
     const closePeriod = (user: CurrentUserShape, id: number) =>
       Effect.gen(function*() {
@@ -61,10 +73,7 @@ export class TaskLifecycle extends Effect.Service<TaskLifecycle>()("steady/TaskL
         return yield* mutations.run({ user, action: "done" }, (tx) =>
           Effect.gen(function*() {
             const current = yield* queries.lockVisible(user, id)
-            if (current.deleted_at !== null) {
-              return yield* Effect.fail(ValidationError.of("Cannot close the period of a quota in the trash; restore it first"))
-            }
-            yield* quotas.closeEarly(tx, current, yield* calendars.ofTask(current))
+            yield* closePeriodStep(tx, current)
             const task = yield* queries.wire(id)
             tx.describe(`Closed the current period of ${quoted(current.title)} early`)
             return { ...task, was_recurring: false, next_due_at: null }
@@ -172,6 +181,6 @@ export class TaskLifecycle extends Effect.Service<TaskLifecycle>()("steady/TaskL
           return result
         }))
 
-    return { done, undone, skip, snooze, doneStep, skipStep, snoozeStep } as const
+    return { done, undone, skip, snooze, doneStep, closePeriodStep, skipStep, snoozeStep } as const
   })
 }) {}
