@@ -1,6 +1,6 @@
-import { Duration, Option } from "effect"
+import { Duration, Effect, Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { purgeAiActivity } from "../src/scheduler/EnrichmentWorker.js"
+import { AiGateway } from "../src/services/AiGateway.js"
 import { DEFAULT_AI_TUNING } from "../src/services/AppConfig.js"
 import { type FakeAi, type FakeKind, type FakeRequest, startFakeAi } from "./support/fakeAi.js"
 import { query } from "./support/rows.js"
@@ -268,7 +268,7 @@ describe.each<FakeKind>(["openai", "anthropic"])("AI helpers against a fake %s p
     expect(quickTake, JSON.stringify(rows)).toBeDefined()
     expect(quickTake!.answer).toContain("x".repeat(50))
     await query(service, (sql) => sql`UPDATE ai_activity SET created_at = now() - interval '31 days' WHERE user_id = ${alice.id} AND feature = 'insights'`)
-    await service.run(purgeAiActivity)
+    await service.run(Effect.flatMap(AiGateway, (g) => g.purgeActivity))
     const left = await query<{ feature: string }>(service, (sql) => sql`SELECT feature FROM ai_activity WHERE user_id = ${alice.id}`)
     expect(left.length).toBeGreaterThan(0)
     expect(left.some((r) => r.feature === "insights")).toBe(false)

@@ -1,8 +1,8 @@
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { outboxMark, purgeOutboxEvents, purgeWebhookLogs } from "../src/scheduler/Purges.js"
 import { DatabaseMaintenance } from "../src/services/DatabaseMaintenance.js"
 import { UNDO_DEPTH, UndoService } from "../src/services/UndoService.js"
+import { WebhookDeliveries } from "../src/services/WebhookDeliveries.js"
 import { databaseKind } from "./support/database.js"
 import { query } from "./support/rows.js"
 import { startService, type TestService } from "./support/service.js"
@@ -39,12 +39,12 @@ describe("log retention", () => {
     const hook = await createWebhook(hooked.api, "http://127.0.0.1:9/hook", ["task.created"])
     for (let i = 0; i < 3; i++) await createTask(quiet.api, { title: `quiet ${i}` })
     for (let i = 0; i < 2; i++) await createTask(hooked.api, { title: `hooked ${i}` })
-    const mark = await service.run(outboxMark)
+    const mark = await service.run(Effect.flatMap(WebhookDeliveries, (d) => d.outboxMark))
     await createTask(quiet.api, { title: "after the mark" })
     expect(await count(service, "outbox_events", quiet.id)).toBe(4)
     expect(await count(service, "outbox_events", hooked.id)).toBe(2)
 
-    expect(await service.run(purgeOutboxEvents(mark))).toBe(3)
+    expect(await service.run(Effect.flatMap(WebhookDeliveries, (d) => d.purgeOutbox(mark)))).toBe(3)
     // The event written after the mark waits for the next pass; the hooked user's deliveries are pending.
     expect(await count(service, "outbox_events", quiet.id)).toBe(1)
     expect(await count(service, "outbox_events", hooked.id)).toBe(2)
@@ -56,14 +56,14 @@ describe("log retention", () => {
               finished_at = ${new Date(Date.now() - days * 86_400_000).toISOString()}::timestamptz
             WHERE webhook_id = ${hook.id} RETURNING id`)
     await finishedDaysAgo(6)
-    await service.run(purgeWebhookLogs)
-    expect(await service.run(purgeOutboxEvents(mark))).toBe(0)
+    await service.run(Effect.flatMap(WebhookDeliveries, (d) => d.purgeLogs))
+    expect(await service.run(Effect.flatMap(WebhookDeliveries, (d) => d.purgeOutbox(mark)))).toBe(0)
     expect(await count(service, "outbox_events", hooked.id)).toBe(2)
 
     // Past the delivery log's 7 days the deliveries go, and then their events.
     await finishedDaysAgo(8)
-    await service.run(purgeWebhookLogs)
-    expect(await service.run(purgeOutboxEvents(mark))).toBe(2)
+    await service.run(Effect.flatMap(WebhookDeliveries, (d) => d.purgeLogs))
+    expect(await service.run(Effect.flatMap(WebhookDeliveries, (d) => d.purgeOutbox(mark)))).toBe(2)
     expect(await count(service, "outbox_events", hooked.id)).toBe(0)
     expect(await count(service, "outbox_events", quiet.id)).toBe(1)
   })

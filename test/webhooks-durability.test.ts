@@ -1,5 +1,6 @@
+import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { purgeWebhookLogs } from "../src/scheduler/Purges.js"
+import { WebhookDeliveries } from "../src/services/WebhookDeliveries.js"
 import { databaseKind, freshDatabase, type TestDatabase } from "./support/database.js"
 import { eventually, header, type Receiver, sleep, startReceiver, verifySignatures } from "./support/receiver.js"
 import { query } from "./support/rows.js"
@@ -181,7 +182,7 @@ describe("webhook outbox across a restart", () => {
     await delivery("pending-10d", "pending", iso(-10 * DAY), null)
     expect((await deliveryLog(user.api, hook.id)).map((e) => e.delivery_id)).toEqual(["recent-1h", "recent-6d", "old-8d", "old-30d"])
 
-    await service!.run(purgeWebhookLogs)
+    await service!.run(Effect.flatMap(WebhookDeliveries, (d) => d.purgeLogs))
 
     expect((await deliveryLog(user.api, hook.id)).map((e) => e.delivery_id)).toEqual(["recent-1h", "recent-6d"])
     const rows = await deliveryRows(service!, hook.id)

@@ -12,9 +12,6 @@ import { logFailure } from "../services/DatabaseFailures.js"
 /** Requests enriched at once by one instance. */
 const BATCH = 4
 
-/** Issue 11: AI activity rows are kept for 30 days (`AiGateway.purgeActivity`). */
-export const purgeAiActivity = Effect.flatMap(AiGateway, (gateway) => gateway.purgeActivity)
-
 /**
  * The retry policy. The waits between attempts are stored as `next_attempt_at` (a restart
  * must not forget them), so the policy is read step by step rather than run in memory:

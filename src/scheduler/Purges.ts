@@ -10,20 +10,11 @@ import { logFailure } from "../services/DatabaseFailures.js"
 /** Retention sweeps run hourly; each is cheap when there is nothing to drop. */
 export const purgeSchedule = Schedule.spaced("1 hour")
 
-/** Spec §6: delivery logs are kept for 7 days; finished outbox rows go with them. */
-export const purgeWebhookLogs = Effect.flatMap(WebhookDeliveries, (deliveries) => deliveries.purgeLogs)
-
 /**
  * The write-heavy logs (the outbox, the undo log) are compacted every `compactionInterval`
  * (a minute): hourly, a busy hour's rows would pile up before the first one went.
  */
 export const compactionSchedule = (every: Duration.Duration) => Schedule.spaced(every)
-
-/** The newest outbox event's id now: the next outbox purge's upper bound. */
-export const outboxMark = Effect.flatMap(WebhookDeliveries, (deliveries) => deliveries.outboxMark)
-
-/** Outbox events up to `upToId` with no delivery left (`WebhookDeliveries.purgeOutbox`). */
-export const purgeOutboxEvents = (upToId: number) => Effect.flatMap(WebhookDeliveries, (deliveries) => deliveries.purgeOutbox(upToId))
 
 export const PurgesLive = Layer.scopedDiscard(
   Effect.gen(function*() {
@@ -32,6 +23,7 @@ export const PurgesLive = Layer.scopedDiscard(
       Effect.tap((n) => n > 0 ? Effect.logInfo(`Purged ${n} undo entries older than 30 days`) : Effect.void),
       Effect.catchAllCause((cause) => logFailure("Undo purge failed", cause))
     )
+    // Spec §6: delivery logs are kept for 7 days; finished outbox rows go with them.
     const deliveries = yield* WebhookDeliveries
     const purgeDeliveries = deliveries.purgeLogs.pipe(
       Effect.catchAllCause((cause) => logFailure("Webhook log purge failed", cause))

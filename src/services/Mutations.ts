@@ -8,7 +8,7 @@ import { localDate } from "../domain/LocalTime.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { now as clockNow } from "./ServiceClock.js"
 import type { Writes } from "../domain/Rows.js"
-import { decodeRow, fieldOf, kindOf, normalizeRow, normalizeValue, rowJsonSql, sqlCast, sqlParam, type TableRow, type TableSpec } from "./Tables.js"
+import { decodeRow, fieldOf, kindOf, normalizeRow, normalizeValue, rowJson, rowJsonSql, sqlCast, sqlParam, type TableRow, type TableSpec } from "./Tables.js"
 import { deliveryWrites } from "./Webhooks.js"
 import { ChangeWakeup } from "./ChangeWakeup.js"
 import { CHANGES_CHANNEL, changesInsert, entriesOf } from "./ChangeLog.js"
@@ -84,6 +84,9 @@ export interface PendingInsert<W> {
   readonly wire: W
 }
 
+/** The untyped form of a row's writes, for the pipeline's own bookkeeping (its keys are checked columns). */
+const untyped = <R extends TableRow>(values: Writes<R>): Row => values as Row
+
 /** A row to insert along with an update (`UpdateOptions.alsoInsert`), checked against its table. */
 export interface Insertion {
   readonly table: TableSpec<TableRow>
@@ -92,7 +95,7 @@ export interface Insertion {
 
 export const insertion = <R extends TableRow>(table: TableSpec<R>, values: Writes<R>): Insertion => ({
   table,
-  values: values as Row
+  values: untyped(values)
 })
 
 export interface UpdateOptions<R extends TableRow> {
@@ -116,9 +119,6 @@ export interface MutationOptions {
   /** Actions that cannot be taken back (settings, credentials) skip the undo log. */
   readonly undoable?: boolean
 }
-
-/** The untyped form of a row's writes, for the pipeline's own bookkeeping (its keys are checked columns). */
-const untyped = <R extends TableRow>(values: Writes<R>): Row => values as Row
 
 /** What the pipeline's untyped writers take of `UpdateOptions`. */
 interface RowOptions {
@@ -302,7 +302,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
               params
             )
             const row = decodeRow(table, rows[0]!.row)
-            changes.push({ op: "insert", table: table.name, id: row.id, after: normalizeRow(table, rows[0]!.row) })
+            changes.push({ op: "insert", table: table.name, id: row.id, after: rowJson(row) })
             return row
           }).pipe(Effect.orDie)
 
@@ -342,7 +342,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
             }
             if (also !== undefined) {
               const row = decodeRow(also.table, rows[0]!.inserted!)
-              changes.push({ op: "insert", table: also.table.name, id: row.id, after: normalizeRow(also.table, rows[0]!.inserted!) })
+              changes.push({ op: "insert", table: also.table.name, id: row.id, after: rowJson(row) })
             }
             return { fields, wire: rows[0]?.wire ?? {} }
           }).pipe(Effect.orDie)
@@ -408,7 +408,6 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
             // later duplicate key wins in jsonb), which `withPending` splices in.
             const row: Row = { ...normalizeRow(table, values), id: PENDING_ID }
             changes.push({ op: "insert", table: table.name, id: STAND_IN_ID, after: { ...row, [PENDING_ROW_KEY]: true } })
-            return undefined
           })
 
         const tx: Tx = {

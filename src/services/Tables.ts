@@ -49,8 +49,11 @@ export interface TableSpec<R extends TableRow = AnyRow, W = unknown> {
 export const kindOf = (table: TableSpec<TableRow>, column: string): ColumnKind | undefined =>
   (table.columns as Readonly<Record<string, ColumnKind>>)[column]
 
-/** A column's value in a row of any table, as the undo log holds it (typed rows are JSON). */
-export const fieldOf = (row: TableRow, column: string): JsonValue => (row as unknown as Row)[column] ?? null
+/** A decoded row as the undo log's JSON row: typed rows hold JSON values only (`decodeRow`). */
+export const rowJson = (row: TableRow): Row => row as unknown as Row
+
+/** A column's value in a row of any table, as the undo log holds it. */
+export const fieldOf = (row: TableRow, column: string): JsonValue => rowJson(row)[column] ?? null
 
 /**
  * A row of `table` under `alias` as jsonb, without its generated columns: the pipeline's
@@ -209,7 +212,7 @@ export const normalizeRow = (table: TableSpec<TableRow>, raw: Readonly<Record<st
  * A whole row as PostgreSQL gives it (`to_jsonb`, see `rowJsonSql`), decoded into the
  * table's row type. jsonb already carries numbers, booleans and JSON as such; only
  * timestamps need decoding (to `toISOString` text), so this is the row's decoder, at a
- * fraction of a schema decode's cost on every locked row. `test/typed-rows.test.ts` holds
+ * fraction of a schema decode's cost on every locked row. `test/wire-schema.test.ts` holds
  * it to the row schemas (`domain/Rows.ts`) over real rows of both databases.
  */
 export const decodeRow = <R extends TableRow>(table: TableSpec<R>, raw: Readonly<Record<string, unknown>>): R =>

@@ -10,8 +10,6 @@ import { PreferencesService } from "./PreferencesService.js"
 import { TasksTable, TimeSlotsTable } from "./Tables.js"
 import { isNotQuota, isOpen, isQuota } from "./WireSql.js"
 
-type SlotRow = TimeSlotRow
-
 const Label = (label: string) => label.trim()
 
 /** Reminder time slots (spec §2.4, §4.4; CONTRACT §8). */
@@ -23,13 +21,13 @@ export class TimeSlots extends Effect.Service<TimeSlots>()("steady/TimeSlots", {
 
     const slotsOf = (userId: number, lock = false) =>
       (lock
-        ? sql<SlotRow>`SELECT id, user_id, label, start_time, sort_order, steady_iso(created_at) AS created_at
+        ? sql<TimeSlotRow>`SELECT id, user_id, label, start_time, sort_order, steady_iso(created_at) AS created_at
             FROM time_slots WHERE user_id = ${userId} ORDER BY start_time, id FOR UPDATE`
-        : sql<SlotRow>`SELECT id, user_id, label, start_time, sort_order, steady_iso(created_at) AS created_at
+        : sql<TimeSlotRow>`SELECT id, user_id, label, start_time, sort_order, steady_iso(created_at) AS created_at
             FROM time_slots WHERE user_id = ${userId} ORDER BY start_time, id`).pipe(Effect.orDie)
 
     const slotJson = (id: number) =>
-      sql<SlotRow>`SELECT id, user_id, label, start_time, sort_order, steady_iso(created_at) AS created_at
+      sql<TimeSlotRow>`SELECT id, user_id, label, start_time, sort_order, steady_iso(created_at) AS created_at
         FROM time_slots WHERE id = ${id}`.pipe(Effect.map((rows) => rows[0]!), Effect.orDie)
 
     /** sort_order follows start_time: slots are always in time order, never reordered by hand. */
@@ -44,7 +42,7 @@ export class TimeSlots extends Effect.Service<TimeSlots>()("steady/TimeSlots", {
     const list = (user: CurrentUserShape) =>
       Effect.map(slotsOf(user.id), (time_slots) => ({ time_slots, count: time_slots.length }))
 
-    const checkFree = (slots: ReadonlyArray<SlotRow>, startTime: string, except?: number) =>
+    const checkFree = (slots: ReadonlyArray<TimeSlotRow>, startTime: string, except?: number) =>
       slots.some((s) => s.start_time === startTime && s.id !== except)
         ? Effect.fail(ValidationError.field("start_time", `Another slot already starts at ${startTime}`))
         : Effect.void

@@ -25,8 +25,9 @@ export const calendarFrom = (row: CalendarColumns): PeriodSettings => ({
 
 /**
  * A user's calendar: the time zone and week start that quota periods, occurrences and local
- * days are reckoned on. Quotas and preferences both read it here, so neither reaches into
- * the other's storage. A task's calendar is its owner's, whoever acts on it.
+ * days are reckoned on. Quotas, the lifecycle, task writes and bulk actions read it here, so
+ * none of them reaches into the preferences' storage. A task's calendar is its owner's,
+ * whoever acts on it.
  */
 export class UserCalendar extends Effect.Service<UserCalendar>()("steady/UserCalendar", {
   effect: Effect.gen(function*() {
