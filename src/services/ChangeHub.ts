@@ -4,7 +4,7 @@ import { Readable } from "node:stream"
 import { compare, encodeCursor, max, type Position } from "../domain/ChangeCursor.js"
 import { ChangeFeed, changeJson, concerns, type FeedRow, positionOfRow } from "./ChangeFeed.js"
 import { CHANGES_CHANNEL } from "./ChangeLog.js"
-import { ChangeWakeup } from "./ChangeWakeup.js"
+import { canListen, ChangeWakeup } from "./ChangeWakeup.js"
 import { logFailure } from "./DatabaseFailures.js"
 
 /** Comment lines that keep proxies from closing an idle stream (issue 14: every 15 s). */
@@ -193,8 +193,8 @@ export class ChangeHub extends Effect.Service<ChangeHub>()("steady/ChangeHub", {
     yield* Effect.forkScoped(Effect.forever(streaming.await.pipe(Effect.zipRight(heartbeats), Effect.zipRight(Effect.sleep("1 second")))))
 
     // Other instances' commits arrive by NOTIFY on PostgreSQL; the embedded database has one process.
-    const listen = (sql as SqlClient.SqlClient & { listen?: (channel: string) => Stream.Stream<string, unknown> }).listen
-    if (typeof listen === "function") {
+    if (canListen(sql)) {
+      const listen = (sql as SqlClient.SqlClient & { listen: (channel: string) => Stream.Stream<string, unknown> }).listen
       yield* Effect.forkScoped(
         listen.call(sql, CHANGES_CHANNEL).pipe(
           Stream.runForEach(() => wakeup.wake),

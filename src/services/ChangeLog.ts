@@ -4,7 +4,7 @@ import { Effect } from "effect"
 import type { RowChange } from "../domain/Changes.js"
 import { inSharedProject } from "./WireSql.js"
 
-/** The NOTIFY channel that wakes the change streams of every instance on one PostgreSQL. */
+/** The NOTIFY channel that wakes the change streams of every instance on one PostgreSQL (see `ChangeWakeup`). */
 export const CHANGES_CHANNEL = "steady_changes"
 
 /** The objects the change feed reports, by the table that holds them. */
@@ -62,6 +62,8 @@ export const entriesOf = (changes: ReadonlyArray<RowChange>): ReadonlyArray<Entr
 export interface PendingTask {
   readonly json: (text: string) => Fragment
   readonly tasks: Fragment
+  /** Whether `id` is the stand-in of the row the statement inserts. */
+  readonly stands: (id: number) => boolean
 }
 
 /**
@@ -70,7 +72,31 @@ export interface PendingTask {
  * the rows as the transaction leaves them: the owner, and whether the object is (or was) in
  * a shared project.
  */
-export const changesInsert = (sql: SqlClient.SqlClient, at: Date, entries: ReadonlyArray<Entry>, pending?: PendingTask) =>
+export const changesInsert = (sql: SqlClient.SqlClient, at: Date, entries: ReadonlyArray<Entry>, pending?: PendingTask) => {
+  const only = entries.length === 1 ? entries[0]! : undefined
+  return only !== undefined && only.kind === "task" && only.op === "upsert"
+    ? oneTaskInsert(sql, at, only, pending !== undefined && pending.stands(only.id) ? pending.tasks : undefined)
+    : entriesInsert(sql, at, entries, pending)
+}
+
+/**
+ * The entry of a single task written or inserted (most writes): the general statement's
+ * shape for one row, without unpacking JSON or probing projects and time slots. `inserted`
+ * holds the row when the same statement inserts it (its id is then a stand-in).
+ */
+const oneTaskInsert = (sql: SqlClient.SqlClient, at: Date, entry: Entry, inserted: Fragment | undefined) => {
+  const owner = sql`COALESCE(x.user_id, ${entry.owner}::integer)`
+  // An array literal of integers: the same text on both databases' clients.
+  const projects = `{${entry.projects.join(",")}}`
+  return sql`
+    INSERT INTO changes (at, kind, object_id, op, user_id, shared)
+    SELECT ${at.toISOString()}::timestamptz, 'task', ${inserted === undefined ? sql`e.id` : sql`x.id`}, 'upsert', ${owner},
+      ${inSharedProject(sql, "x.project_id")} OR EXISTS (SELECT 1 FROM projects sp WHERE sp.id = ANY(${projects}::integer[]) AND sp.shared)
+    FROM ${inserted === undefined ? sql`(SELECT ${entry.id}::integer AS id) AS e LEFT JOIN tasks x ON x.id = e.id` : sql`${inserted} x`}
+    WHERE ${owner} IS NOT NULL`
+}
+
+const entriesInsert = (sql: SqlClient.SqlClient, at: Date, entries: ReadonlyArray<Entry>, pending?: PendingTask) =>
   // Each object is looked up by key (LATERAL … OFFSET 0 keeps it a per-entry index probe):
   // plain joins let a prepared statement's generic plan, made while the tables were small,
   // hash-join a sequential scan of every task for good (issue 17).
@@ -104,13 +130,11 @@ const entriesJson = (sql: SqlClient.SqlClient, entries: ReadonlyArray<Entry>, pe
 }
 
 /**
- * Writes the entries inside the caller's transaction and notifies the other instances,
- * which hear it only if the transaction commits.
+ * Writes the entries inside the caller's transaction; the caller wakes the streams after
+ * its commit (`ChangeWakeup.wake`).
  */
 export const recordChanges = (sql: SqlClient.SqlClient, at: Date, entries: ReadonlyArray<Entry>) =>
-  entries.length === 0
-    ? Effect.void
-    : sql`WITH written AS (${changesInsert(sql, at, entries)}) SELECT pg_notify(${CHANGES_CHANNEL}, '1')`.pipe(Effect.asVoid)
+  entries.length === 0 ? Effect.void : sql`${changesInsert(sql, at, entries)}`.pipe(Effect.asVoid)
 
 /** A task changed by a writer outside the mutation pipeline (a background job). */
 export const taskEntry = (id: number): Entry => ({ kind: "task", id, op: "upsert", owner: null, projects: [], was_shared: false })

@@ -11,7 +11,7 @@ import type { Writes } from "../domain/Rows.js"
 import { decodeRow, fieldOf, kindOf, normalizeRow, normalizeValue, rowJson, rowJsonSql, sqlCast, sqlParam, type TableRow, type TableSpec } from "./Tables.js"
 import { deliveryWrites } from "./Webhooks.js"
 import { ChangeWakeup } from "./ChangeWakeup.js"
-import { CHANGES_CHANNEL, changesInsert, entriesOf } from "./ChangeLog.js"
+import { changesInsert, entriesOf } from "./ChangeLog.js"
 import { WebhookWakeup } from "./WebhookWakeup.js"
 import { commitWithNextStatement } from "./PgGuard.js"
 import { commitHandover } from "./CommitHandover.js"
@@ -502,7 +502,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
      * Everything the pipeline writes besides the body's rows, as ONE statement just before
      * COMMIT: redo purge and undo entry, outbox events, a delivery per matching active
      * webhook with its body frozen now (CONTRACT §9), the overflow drop, the day's
-     * statistics, and the change-feed rows and their NOTIFY.
+     * statistics, and the change-feed rows (their wake-up, NOTIFY included, follows the commit).
      * Parts with nothing to write are left out of the text. Returns the undo entry's id and
      * how many delivery rows were written.
      */
@@ -592,7 +592,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
       }
       if (feed.length > 0) {
         ctes.push(sql`feed AS (${
-          changesInsert(sql, input.now, feed, deferred?.insertsRow === true ? { json: withPending, tasks: sql`target` } : undefined)
+          changesInsert(sql, input.now, feed, deferred?.insertsRow === true ? { json: withPending, tasks: sql`target`, stands: (id) => id === STAND_IN_ID } : undefined)
         })`)
       }
       // A SELECT in a CTE runs only when read: the final SELECT reads it.
@@ -606,7 +606,6 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
         SELECT ${undoable ? sql`(SELECT id FROM undo)` : sql`NULL::integer`} AS undo_id,
           ${events.length > 0 ? sql`(SELECT count(*) FROM delivered)::int` : sql`0`} AS deliveries,
           ${deferred !== undefined ? sql`(SELECT wire FROM target)` : sql`NULL::text`} AS wire
-          ${fed ? sql`, pg_notify(${CHANGES_CHANNEL}, '1')` : sql``}
           ${record !== undefined ? sql`, (SELECT count(*) FROM recorded) AS recorded` : sql``}`.pipe(
         Effect.map((rows) => ({ undoId: rows[0]!.undo_id, deliveries: rows[0]!.deliveries, wire: rows[0]!.wire, fed }))
       )
