@@ -604,7 +604,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
       return sql<{ undo_id: number | null; deliveries: number; wire: string | null }>`
         WITH ${sql.join(", ", false)(ctes)}
         SELECT ${undoable ? sql`(SELECT id FROM undo)` : sql`NULL::integer`} AS undo_id,
-          ${events.length > 0 ? sql`(SELECT count(*) FROM delivered)::int` : sql`0`} AS deliveries,
+          ${events.length > 0 ? sql`COALESCE((SELECT n FROM delivered), 0)` : sql`0`} AS deliveries,
           ${deferred !== undefined ? sql`(SELECT wire FROM target)` : sql`NULL::text`} AS wire
           ${record !== undefined ? sql`, (SELECT count(*) FROM recorded) AS recorded` : sql``}`.pipe(
         Effect.map((rows) => ({ undoId: rows[0]!.undo_id, deliveries: rows[0]!.deliveries, wire: rows[0]!.wire, fed }))
