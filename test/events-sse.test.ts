@@ -1,4 +1,5 @@
 import * as Http from "node:http"
+import Pg from "pg"
 import { Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { drainServers } from "../src/http/GracefulStop.js"
@@ -273,6 +274,32 @@ describe.skipIf(databaseKind() !== "postgres")("change stream across two instanc
     await new Promise((resolve) => setTimeout(resolve, 300))
     expect(changesOf(stream).map((c) => c.id)).toEqual(made)
     stream.close()
+  })
+
+  it("writes wake the other instances by NOTIFY after their commits, and a NOTIFY heard is not passed on", async () => {
+    const listener = new Pg.Client({ connectionString: db.url })
+    await listener.connect()
+    const heard: Array<number> = []
+    listener.on("notification", (message) => {
+      if (message.channel === "steady_changes") heard.push(performance.now())
+    })
+    await listener.query("LISTEN steady_changes")
+    try {
+      const writer = await one.user("notify-once")
+      await Promise.all(Array.from({ length: 20 }, (_, i) => createTask(writer.api, { title: `Burst ${i}` })))
+      const wrote = performance.now()
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      // A burst of commits shares NOTIFYs (at most one per 10 ms), and the first comes quickly.
+      expect(heard.length).toBeGreaterThanOrEqual(1)
+      expect(heard.length).toBeLessThan(20)
+      // Both instances LISTEN: were a NOTIFY heard passed on, they would echo it for ever.
+      const quiet = heard.length
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      expect(heard.length).toBe(quiet)
+      expect(heard.every((at) => at < wrote + 300)).toBe(true)
+    } finally {
+      await listener.end()
+    }
   })
 })
 

@@ -197,7 +197,7 @@ export class ChangeHub extends Effect.Service<ChangeHub>()("steady/ChangeHub", {
       const listen = (sql as SqlClient.SqlClient & { listen: (channel: string) => Stream.Stream<string, unknown> }).listen
       yield* Effect.forkScoped(
         listen.call(sql, CHANGES_CHANNEL).pipe(
-          Stream.runForEach(() => wakeup.wake),
+          Stream.runForEach(() => wakeup.heard),
           Effect.catchAllCause((cause) => logFailure("LISTEN for changes failed; polling", cause, "warning")),
           Effect.repeat(Schedule.spaced("5 seconds"))
         )

@@ -45,6 +45,8 @@ export class ChangeWakeup extends Effect.Service<ChangeWakeup>()("steady/ChangeW
     return {
       // Held until an enclosing request-wide transaction commits (see AfterCommit).
       wake: afterCommit((shared ? wakeBoth : Queue.offer(local, undefined)).pipe(Effect.asVoid)),
+      /** Another instance's NOTIFY: this hub reads; passing it on would echo it back for ever. */
+      heard: Queue.offer(local, undefined).pipe(Effect.asVoid),
       /** Waits for a wake-up or until `timeout` passes, whichever comes first. */
       wait: (timeout: number) => Queue.take(local).pipe(Effect.timeoutOption(timeout), Effect.asVoid)
     } as const
