@@ -13,6 +13,7 @@ import { onCleanup } from "./processes.js"
 import type { Database, Section } from "./report.js"
 import { formatTable } from "./report.js"
 import { freshDatabase, log } from "./setup.js"
+import { TaskId } from "../src/domain/Ids.js"
 
 /**
  * Rollover at scale (issue 13 item 7): BENCH_ROLLOVER_QUOTAS daily quotas (100,000) over
@@ -198,7 +199,7 @@ export const rolloverScenario = async (database: Database): Promise<Section> => 
 
     // ---- the per-task pipeline, on a sample ----
     await moveBack()
-    const sample = (await exec(`SELECT id FROM tasks ORDER BY id LIMIT $1::int`, [sampleCount])).map((r) => Number(r.id))
+    const sample = (await exec(`SELECT id FROM tasks ORDER BY id LIMIT $1::int`, [sampleCount])).map((r) => TaskId.make(Number(r.id)))
     started = performance.now()
     await a.runPromise(Effect.flatMap(Quotas, (q) => Effect.forEach(sample, (id) => q.rollover(id), { discard: true })))
     const perTaskMs = (performance.now() - started) / sample.length

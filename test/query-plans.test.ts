@@ -2,7 +2,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import * as Statement from "@effect/sql/Statement"
 import { Effect, Option, Stream } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import type { UserId } from "../src/domain/Ids.js"
+import { TaskId, type UserId } from "../src/domain/Ids.js"
 import { DEFAULT_LIMIT } from "../src/domain/QueryParams.js"
 import type { TaskListQuery } from "../src/domain/Task.js"
 import { DEFAULT_MAINTENANCE } from "../src/services/AppConfig.js"
@@ -66,8 +66,8 @@ describe(`query plans without statistics (${databaseKind()})`, () => {
   let small: CurrentUserShape
   let bigInbox: number
   let sharedProject: number
-  let sharedTask: number
-  let bigTask: number
+  let sharedTask: TaskId
+  let bigTask: TaskId
 
   const user = (id: number, username: string): CurrentUserShape => ({ id: id as UserId, username, timezone: "UTC" })
 
@@ -104,7 +104,7 @@ describe(`query plans without statistics (${databaseKind()})`, () => {
     big = user(b.id, "big")
     bigInbox = await inboxOf(b.id)
     const ids = await seedTasks(b.id, bigInbox, BIG)
-    bigTask = (ids[BIG - 2] as { id: number }).id
+    bigTask = TaskId.make((ids[BIG - 2] as { id: number }).id)
     const s = await service.user("small")
     small = user(s.id, "small")
     await seedTasks(s.id, await inboxOf(s.id), SMALL)
@@ -117,7 +117,7 @@ describe(`query plans without statistics (${databaseKind()})`, () => {
     const created = await owner.api.post("/api/projects", { name: "Team" })
     expect(created.status).toBe(201)
     sharedProject = created.body.data.id
-    sharedTask = (await seedTasks(owner.id, sharedProject, SHARED_TASKS) as Array<{ id: number }>)[0]!.id
+    sharedTask = TaskId.make((await seedTasks(owner.id, sharedProject, SHARED_TASKS) as Array<{ id: number }>)[0]!.id)
     await query(service, (sql) =>
       sql`INSERT INTO completions (task_id, user_id, completed_at, task_title, project_id)
           SELECT t.id, t.user_id, t.updated_at - (t.id % 500) * interval '1 hour', t.title, t.project_id

@@ -15,6 +15,7 @@ import { completionRows, type PeriodRow, periodRows, shiftPeriodBack, storedPeri
 import { dailyStats, outboxEvents, query, undoEntries } from "./support/rows.js"
 import { startService, type TestService, type TestUser } from "./support/service.js"
 import { createTask, expectServiceTime } from "./support/tasks.js"
+import { TaskId } from "../src/domain/Ids.js"
 
 /*
  * Quota period rollover (spec §3 "period boundary" and "week_start changed" rows, "Quota
@@ -481,7 +482,7 @@ const newUser = (name: string, zone: string) => Effect.flatMap(Users, (users) =>
 
 const newQuota = (user: CurrentUserShape, title: string, target: number, rrule = "FREQ=DAILY") =>
   Effect.flatMap(Tasks, (tasks) => tasks.create(user, { title, progress_target: target, rrule })).pipe(
-    Effect.map((task) => Number(task.id))
+    Effect.map((task) => TaskId.make(task.id))
   )
 
 const quotaListed = (user: CurrentUserShape, id: number) =>

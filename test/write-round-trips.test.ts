@@ -155,7 +155,7 @@ describe("round trips of a single-task write", () => {
       const sql = yield* SqlClient.SqlClient
       let seen: ReadonlyArray<{ title: string }> = []
       const outcome = yield* idempotency.run(
-        { userId: user.id, key: "flush-me", fingerprint: "f" },
+        { userId: user.id as UserId, key: "flush-me", fingerprint: "f" },
         Effect.gen(function*() {
           const edited = yield* tasks.update({ id: user.id as UserId, username: user.username, timezone: "UTC" }, task.id as TaskId, { title: "After" } as never)
           seen = yield* sql<{ title: string }>`SELECT title FROM tasks WHERE id = ${task.id}`

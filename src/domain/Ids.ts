@@ -51,4 +51,6 @@ export const ProjectIdParam = Schema.Struct({ id: ProjectIds.FromString })
 export const TokenIdParam = Schema.Struct({ id: TokenIds.FromString })
 
 export const WebhookIds = brandedId("WebhookId")
+export const WebhookId = WebhookIds.Id
+export type WebhookId = typeof WebhookId.Type
 export const WebhookIdParam = Schema.Struct({ id: WebhookIds.FromString })

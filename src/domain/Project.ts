@@ -43,7 +43,7 @@ export const ProjectPatch = Schema.Struct({
 export type ProjectPatch = typeof ProjectPatch.Type
 
 export const ProjectReorder = Schema.Struct({
-  project_ids: Schema.Array(Schema.Int.pipe(Schema.between(1, 2_147_483_647))).pipe(
+  project_ids: Schema.Array(Schema.Int.pipe(Schema.between(1, 2_147_483_647), Schema.brand("ProjectId"))).pipe(
     Schema.minItems(1),
     Schema.maxItems(1000)
   )

@@ -1,5 +1,6 @@
 import { Either } from "effect"
 import { parsePeriodRule } from "./QuotaPeriods.js"
+import { TaskId } from "./Ids.js"
 
 /**
  * Quota reminders (spec "Quota reminders" 1-4): which numbered prompt rows a quota shows
@@ -46,7 +47,7 @@ export interface QuotaPrompt {
 export const promptKey = (taskId: number, number: number, date: string) => `q:${taskId}:${number}:${date}`
 
 export interface ParsedKey {
-  readonly taskId: number
+  readonly taskId: TaskId
   readonly number: number
   readonly date: string
 }
@@ -56,7 +57,7 @@ export const parsePromptKey = (key: string): ParsedKey | undefined => {
   if (m === null) return undefined
   const taskId = Number(m[1])
   if (taskId < 1 || taskId > 2_147_483_647) return undefined
-  return { taskId, number: Number(m[2]), date: m[3]! }
+  return { taskId: TaskId.make(taskId), number: Number(m[2]), date: m[3]! }
 }
 
 /** A daily quota with INTERVAL 1 gets numbered prompts; every other period gets one a day. */

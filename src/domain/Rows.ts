@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { ProjectId, TaskId, TimeSlotId, UserId } from "./Ids.js"
 import type { JsonValue } from "./Json.js"
 import { Horizon, QuotaDayState, QuotaPromptConfig, RecurrenceMode } from "./Task.js"
 
@@ -25,9 +26,9 @@ const Json: Schema.Schema<JsonValue> = Schema.Union(
 const NullableInstant = Schema.NullOr(RowInstant)
 
 export const TaskRow = Schema.Struct({
-  id: Id,
-  user_id: Id,
-  project_id: Id,
+  id: TaskId,
+  user_id: UserId,
+  project_id: ProjectId,
   title: Schema.String,
   original_title: Schema.String,
   short_title: Schema.String,
@@ -82,8 +83,8 @@ export const TaskRow = Schema.Struct({
 export type TaskRow = typeof TaskRow.Type
 
 export const ProjectRow = Schema.Struct({
-  id: Id,
-  owner_id: Id,
+  id: ProjectId,
+  owner_id: UserId,
   name: Schema.String,
   shared: Schema.Boolean,
   sort_order: Schema.Int,
@@ -96,8 +97,8 @@ export const ProjectRow = Schema.Struct({
 export type ProjectRow = typeof ProjectRow.Type
 
 export const TimeSlotRow = Schema.Struct({
-  id: Id,
-  user_id: Id,
+  id: TimeSlotId,
+  user_id: UserId,
   label: Schema.String,
   start_time: Schema.String,
   sort_order: Schema.Int,
@@ -107,13 +108,13 @@ export type TimeSlotRow = typeof TimeSlotRow.Type
 
 export const CompletionRow = Schema.Struct({
   id: Id,
-  task_id: Id,
-  user_id: Id,
+  task_id: TaskId,
+  user_id: UserId,
   completed_at: RowInstant,
   due_at_was: NullableInstant,
   due_at_next: NullableInstant,
   task_title: Schema.String,
-  project_id: Id,
+  project_id: ProjectId,
   is_reminder: Schema.Boolean,
   is_tracked: Schema.Boolean,
   progress_target: Schema.Int
@@ -122,8 +123,8 @@ export type CompletionRow = typeof CompletionRow.Type
 
 export const QuotaPeriodRow = Schema.Struct({
   id: Id,
-  task_id: Id,
-  user_id: Id,
+  task_id: TaskId,
+  user_id: UserId,
   period_start: RowInstant,
   period_end: RowInstant,
   count: Schema.Int,

@@ -8,14 +8,15 @@ export interface SlotTime {
   readonly start_time: string
 }
 
-export interface ReminderTime {
-  readonly id: number
+/** A reminder task: `Id` is its id's type (a branded `TaskId` in the service). */
+export interface ReminderTime<Id extends number = number> {
+  readonly id: Id
   /** The reminder's local time of day. */
   readonly time: string
 }
 
-export interface Move {
-  readonly reminderId: number
+export interface Move<Id extends number = number> {
+  readonly reminderId: Id
   readonly to: string
 }
 
@@ -36,16 +37,16 @@ export const isValidClock = (time: string) => /^([01]\d|2[0-3]):[0-5]\d$/.test(t
  * start; reminders inside the slot keep their time unless the new boundaries put them in
  * another slot, then they go to the new start; nothing else moves.
  */
-export const movesForEdit = (
+export const movesForEdit = <Id extends number>(
   slots: ReadonlyArray<SlotTime>,
   slotId: number,
   newStart: string,
-  reminders: ReadonlyArray<ReminderTime>
-): ReadonlyArray<Move> => {
+  reminders: ReadonlyArray<ReminderTime<Id>>
+): ReadonlyArray<Move<Id>> => {
   const slot = slots.find((s) => s.id === slotId)
   if (slot === undefined || slot.start_time === newStart) return []
   const after = slots.map((s) => (s.id === slotId ? { ...s, start_time: newStart } : s))
-  const moves: Array<Move> = []
+  const moves: Array<Move<Id>> = []
   for (const reminder of reminders) {
     if (slotOf(slots, reminder.time)?.id !== slotId) continue
     if (reminder.time === slot.start_time || slotOf(after, reminder.time)?.id !== slotId) {
@@ -72,13 +73,13 @@ export const nearestSlot = (remaining: ReadonlyArray<SlotTime>, time: string): S
 }
 
 /** Deleting slot `slotId`: each of its reminders goes to the start of the remaining slot nearest its time. */
-export const movesForDelete = (
+export const movesForDelete = <Id extends number>(
   slots: ReadonlyArray<SlotTime>,
   slotId: number,
-  reminders: ReadonlyArray<ReminderTime>
-): ReadonlyArray<Move & { readonly slotId: number }> => {
+  reminders: ReadonlyArray<ReminderTime<Id>>
+): ReadonlyArray<Move<Id> & { readonly slotId: number }> => {
   const remaining = slots.filter((s) => s.id !== slotId)
-  const moves: Array<Move & { slotId: number }> = []
+  const moves: Array<Move<Id> & { slotId: number }> = []
   for (const reminder of reminders) {
     if (slotOf(slots, reminder.time)?.id !== slotId) continue
     const target = nearestSlot(remaining, reminder.time)

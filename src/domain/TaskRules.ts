@@ -5,6 +5,7 @@ import { localParts, localTimeOfDay } from "./LocalTime.js"
 import { firstOccurrenceAt } from "./Occurrences.js"
 import { isBarePeriodRule, parseRule } from "./Recurrence.js"
 import type { TaskCreate, TaskPatch } from "./Task.js"
+import type { ProjectId, UserId } from "./Ids.js"
 
 export const QUOTA_NEEDS_PERIOD = "A quota needs a period"
 
@@ -126,10 +127,13 @@ export interface FirstDue {
   readonly anchor_time: string | undefined
 }
 
-/** The stored row of a new task (CONTRACT §7 meanings), or why it is refused. */
+/**
+ * The stored row of a new task (CONTRACT §7 meanings), or why it is refused. Without a
+ * `projectId` the row has none: the task goes to the user's Inbox, which the insert looks up.
+ */
 export const newTaskRow = (
   input: TaskCreate,
-  context: { readonly now: Date; readonly zone: string; readonly projectId: number; readonly userId: number }
+  context: { readonly now: Date; readonly zone: string; readonly projectId: ProjectId | undefined; readonly userId: UserId }
 ) => {
   const now = context.now.toISOString()
   const view: RuleView = {
@@ -156,7 +160,7 @@ export const newTaskRow = (
       const autoTarget = checked.target_at === null && checked.deadline_at !== null
       return {
         user_id: context.userId,
-        project_id: context.projectId,
+        ...(context.projectId === undefined ? {} : { project_id: context.projectId }),
         title,
         original_title: input.title,
         short_title: input.short_title?.trim() ?? title,

@@ -16,6 +16,7 @@ import type { CurrentUserShape } from "./CurrentUser.js"
 import { now as clockNow } from "./ServiceClock.js"
 import { TaskQueries } from "./TaskQueries.js"
 import { isNotQuota, isOpen } from "./WireSql.js"
+import type { UserId } from "../domain/Ids.js"
 
 /** CONTRACT §8: 503 when AI is off; a provider failure is a 503 with the reason in `details`. */
 export const unavailable = (error: AiOff | AiFailure) =>
@@ -53,13 +54,13 @@ export class AiAssist extends Effect.Service<AiAssist>()("steady/AiAssist", {
     const config = yield* AppConfig
     const tuning = config.aiTuning
 
-    const aiContext = (userId: number) =>
+    const aiContext = (userId: UserId) =>
       Effect.map(
         sql<{ context: string | null }>`SELECT preferences->>'ai_context' AS context FROM users WHERE id = ${userId}`,
         (rows) => Array.from((rows[0]?.context ?? "").trim()).slice(0, 1000).join("") || "(nothing given)"
       ).pipe(Effect.orDie)
 
-    const openTasks = (userId: number, limit: number) =>
+    const openTasks = (userId: UserId, limit: number) =>
       sql<TaskLine>`
         SELECT id, title, priority, steady_iso(due_at) AS due_at, steady_iso(created_at) AS created_at FROM tasks
         WHERE user_id = ${userId} AND ${isOpen(sql, "")}
@@ -135,14 +136,14 @@ export class AiAssist extends Effect.Service<AiAssist>()("steady/AiAssist", {
 
     // ---- what's next ----
 
-    const storedToday = (userId: number, day: string) =>
+    const storedToday = (userId: UserId, day: string) =>
       Effect.map(
         sql<{ result: unknown }>`SELECT result FROM ai_whats_next WHERE user_id = ${userId} AND day = ${day}::date`,
         (rows) => (rows[0]?.result ?? null) as WhatsNextResult | null
       ).pipe(Effect.orDie)
 
     /** Open, not quotas: undated, overdue or due within 7 days (spec §4.9 / issue 11). */
-    const candidates = (userId: number, now: Date) => {
+    const candidates = (userId: UserId, now: Date) => {
       const weekAhead = new Date(now.getTime() + 7 * 86_400_000).toISOString()
       return sql<TaskLine>`
         SELECT id, title, priority, steady_iso(due_at) AS due_at, steady_iso(created_at) AS created_at FROM tasks
@@ -151,7 +152,7 @@ export class AiAssist extends Effect.Service<AiAssist>()("steady/AiAssist", {
         ORDER BY due_at NULLS LAST, priority DESC, id LIMIT ${WHATS_NEXT_MAX_CANDIDATES}`.pipe(Effect.orDie)
     }
 
-    const store = (userId: number, day: string, result: WhatsNextResult) =>
+    const store = (userId: UserId, day: string, result: WhatsNextResult) =>
       sql`INSERT INTO ai_whats_next (user_id, day, result) VALUES (${userId}, ${day}::date, ${JSON.stringify(result)}::jsonb)
         ON CONFLICT (user_id, day) DO UPDATE SET result = EXCLUDED.result`.pipe(Effect.orDie)
 

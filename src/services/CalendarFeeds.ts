@@ -5,6 +5,7 @@ import { NotFound, Unauthorized } from "../domain/Errors.js"
 import { generateSecret, sha256 } from "./Credentials.js"
 import { now } from "./ServiceClock.js"
 import { isNotQuota, isOpen } from "./WireSql.js"
+import type { UserId } from "../domain/Ids.js"
 
 /** One task as the database sends it: a JSON array in `FeedTask` field order. */
 type FeedTuple = [
@@ -26,7 +27,7 @@ const fromTuple = (t: FeedTuple): FeedTask => ({
 })
 
 interface KeyOwner {
-  readonly id: number
+  readonly id: UserId
   readonly username: string
   readonly timezone: string
 }
@@ -40,7 +41,7 @@ export class CalendarFeeds extends Effect.Service<CalendarFeeds>()("steady/Calen
     const sql = yield* SqlClient.SqlClient
 
     /** A new key; it replaces the user's previous one, which stops working at once. */
-    const createKey = (userId: number) =>
+    const createKey = (userId: UserId) =>
       Effect.gen(function*() {
         const key = generateSecret()
         const at = (yield* now).toISOString()
@@ -51,7 +52,7 @@ export class CalendarFeeds extends Effect.Service<CalendarFeeds>()("steady/Calen
         return { key, created_at: row!.created_at }
       }).pipe(Effect.orDie, Effect.withSpan("CalendarFeeds.createKey"))
 
-    const revokeKey = (userId: number) =>
+    const revokeKey = (userId: UserId) =>
       sql<{ user_id: number }>`DELETE FROM calendar_keys WHERE user_id = ${userId} RETURNING user_id`.pipe(
         Effect.orDie,
         Effect.flatMap((rows) => (rows.length === 0 ? Effect.fail(NotFound.of("Calendar key")) : Effect.void)),
@@ -85,7 +86,7 @@ export class CalendarFeeds extends Effect.Service<CalendarFeeds>()("steady/Calen
      * rows come back as one JSON text of arrays: parsing that once is about twice as fast as
      * the drivers' row-by-row decoding at this size.
      */
-    const tasksOf = (userId: number) => {
+    const tasksOf = (userId: UserId) => {
       const dated = sql`${isOpen(sql)} AND t.due_at IS NOT NULL AND ${isNotQuota(sql)}`
       return sql<{ body: string }>`
         SELECT COALESCE(json_agg(json_build_array(

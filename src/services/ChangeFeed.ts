@@ -4,6 +4,7 @@ import { Duration, Effect } from "effect"
 import { compare, encodeCursor, max, type Position, positionOf } from "../domain/ChangeCursor.js"
 import { now as clockNow } from "./ServiceClock.js"
 import { projectJson } from "./WireSql.js"
+import type { UserId } from "../domain/Ids.js"
 
 /** Feed rows older than this are purged (and a cursor before them answers 410). */
 export const CHANGE_RETENTION_DAYS = 30
@@ -47,13 +48,13 @@ export interface FeedPage {
 }
 
 /** Whether `userId` may learn of this change at all. */
-export const concerns = (row: FeedRow, userId: number) => row.user_id === userId || row.shared
+export const concerns = (row: FeedRow, userId: UserId) => row.user_id === userId || row.shared
 
 /**
  * The change as `userId` receives it, as JSON text (the object's JSON is already text).
  * An object that is gone, or that the user can no longer see, is reported as deleted.
  */
-export const changeJson = (row: FeedRow, userId: number): string => {
+export const changeJson = (row: FeedRow, userId: UserId): string => {
   const visible = row.op !== "delete" && row.data !== null && (row.obj_owner === userId || row.obj_shared)
   const cursor = encodeCursor(positionOf(row.xid, row.id))
   return `{"cursor":"${cursor}","at":"${row.at}","kind":"${row.kind}","id":${row.object_id},"op":"${
@@ -127,7 +128,7 @@ export class ChangeFeed extends Effect.Service<ChangeFeed>()("steady/ChangeFeed"
      * One page of what `userId` may learn of after `from`, up to `bound`. Own rows and
      * shared ones are read by two index-ordered branches, then merged.
      */
-    const page = (userId: number, from: Position, limit: number, b: Bound) =>
+    const page = (userId: UserId, from: Position, limit: number, b: Bound) =>
       Effect.gen(function*() {
         const now = yield* clockNow
         const where = after(from, b.xmin)

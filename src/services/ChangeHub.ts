@@ -6,6 +6,7 @@ import { ChangeFeed, changeJson, concerns, type FeedRow, positionOfRow } from ".
 import { CHANGES_CHANNEL } from "./ChangeLog.js"
 import { canListen, ChangeWakeup } from "./ChangeWakeup.js"
 import { logFailure } from "./DatabaseFailures.js"
+import type { UserId } from "../domain/Ids.js"
 
 /** Comment lines that keep proxies from closing an idle stream (issue 14: every 15 s). */
 export const HEARTBEAT_MS = 15_000
@@ -36,7 +37,7 @@ const MAX_QUEUED_BYTES = 256 * 1024
  * quarter of the service's CPU.
  */
 interface Subscriber {
-  readonly userId: number
+  readonly userId: UserId
   readonly out: Readable
   pos: Position
   attached: boolean
@@ -47,7 +48,7 @@ interface Subscriber {
   lastSent: number
 }
 
-const eventText = (row: FeedRow, userId: number) =>
+const eventText = (row: FeedRow, userId: UserId) =>
   `id: ${encodeCursor(positionOfRow(row))}\ndata: ${changeJson(row, userId)}\n\n`
 
 /**
@@ -226,7 +227,7 @@ export class ChangeHub extends Effect.Service<ChangeHub>()("steady/ChangeHub", {
      * The events after `from` for `userId`, then as they commit, with heartbeats, as a
      * Readable of text; it ends when `endAfter` completes or the service stops.
      */
-    const stream = (userId: number, from: Position, endAfter: Effect.Effect<void>): Readable => {
+    const stream = (userId: UserId, from: Position, endAfter: Effect.Effect<void>): Readable => {
       let reading: Fiber.RuntimeFiber<void> | undefined
       let ending: Fiber.RuntimeFiber<void> | undefined
       const resume = () => {

@@ -5,6 +5,7 @@ import { Conflict, NotFound } from "../domain/Errors.js"
 import { CredentialCache } from "./CredentialCache.js"
 import { userFromRow } from "./CurrentUser.js"
 import { now } from "./ServiceClock.js"
+import type { UserId } from "../domain/Ids.js"
 
 /** 32 random bytes as 64 hex characters (CONTRACT §4). */
 export const generateSecret = () => Crypto.randomBytes(32).toString("hex")
@@ -36,7 +37,7 @@ export interface TokenListItem {
 interface CredentialRow {
   readonly credential_id: number
   readonly digest: string
-  readonly id: number
+  readonly id: UserId
   readonly username: string
   readonly timezone: string
 }
@@ -50,7 +51,7 @@ export class Credentials extends Effect.Service<Credentials>()("steady/Credentia
     const sql = yield* SqlClient.SqlClient
     const cache = yield* CredentialCache
 
-    const insertToken = (userId: number, name: string) =>
+    const insertToken = (userId: UserId, name: string) =>
       Effect.gen(function*() {
         const token = generateSecret()
         const at = (yield* now).toISOString()
@@ -61,13 +62,13 @@ export class Credentials extends Effect.Service<Credentials>()("steady/Credentia
         return { ...row!, token }
       })
 
-    const createToken = (userId: number, name: string) => Effect.orDie(insertToken(userId, name))
+    const createToken = (userId: UserId, name: string) => Effect.orDie(insertToken(userId, name))
 
     /**
      * The user row is locked while counting, so concurrent requests cannot both take the
      * last place.
      */
-    const createCappedToken = (userId: number, name: string) =>
+    const createCappedToken = (userId: UserId, name: string) =>
       Effect.gen(function*() {
         yield* sql`SELECT id FROM users WHERE id = ${userId} FOR UPDATE`
         const [row] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM api_tokens WHERE user_id = ${userId}`
@@ -79,12 +80,12 @@ export class Credentials extends Effect.Service<Credentials>()("steady/Credentia
         return yield* insertToken(userId, name)
       }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
 
-    const listTokens = (userId: number) =>
+    const listTokens = (userId: UserId) =>
       sql<TokenListItem>`
         SELECT id, name, token_preview, steady_iso(created_at) AS created_at FROM api_tokens
         WHERE user_id = ${userId} ORDER BY created_at DESC, id DESC`.pipe(Effect.orDie)
 
-    const deleteToken = (userId: number, id: number) =>
+    const deleteToken = (userId: UserId, id: number) =>
       sql<{ id: number }>`DELETE FROM api_tokens WHERE id = ${id} AND user_id = ${userId} RETURNING id`.pipe(
         Effect.orDie,
         Effect.flatMap((rows) => rows.length === 0 ? Effect.fail(NotFound.of("Token")) : Effect.void),
@@ -106,7 +107,7 @@ export class Credentials extends Effect.Service<Credentials>()("steady/Credentia
       ))
     }
 
-    const createSession = (userId: number, tokenId: number) =>
+    const createSession = (userId: UserId, tokenId: number) =>
       Effect.gen(function*() {
         const secret = generateSecret()
         const at = yield* now

@@ -11,8 +11,8 @@ export interface CurrentUserShape {
 export class CurrentUser extends Context.Tag("steady/CurrentUser")<CurrentUser, CurrentUserShape>() {}
 
 /** The caller as read from a `users` row (id, username, timezone). */
-export const userFromRow = (row: { readonly id: number; readonly username: string; readonly timezone: string }): CurrentUserShape => ({
-  id: row.id as UserId,
+export const userFromRow = (row: { readonly id: UserId; readonly username: string; readonly timezone: string }): CurrentUserShape => ({
+  id: row.id,
   username: row.username,
   timezone: row.timezone
 })

@@ -5,10 +5,11 @@ import { afterCommit } from "./AfterCommit.js"
 import { AppConfig } from "./AppConfig.js"
 import { recordChanges, taskEntry } from "./ChangeLog.js"
 import { ChangeWakeup } from "./ChangeWakeup.js"
+import type { TaskId, UserId } from "../domain/Ids.js"
 
 export interface ClaimedEnrichment {
-  readonly task_id: number
-  readonly user_id: number
+  readonly task_id: TaskId
+  readonly user_id: UserId
   readonly attempts: number
   readonly source_title: string
   readonly baseline: Row

@@ -6,6 +6,7 @@ import { Project } from "../domain/Project.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { now as clockNow } from "./ServiceClock.js"
 import { completionJson, projectJson } from "./WireSql.js"
+import type { UserId } from "../domain/Ids.js"
 
 /** Rows are read in pages of this many, so an export never holds a whole table in memory. */
 export const EXPORT_PAGE = 1000
@@ -22,7 +23,7 @@ export class Exporter extends Effect.Service<Exporter>()("steady/Exporter", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
-    const page = (table: Table, userId: number, after: number, now: Date) => {
+    const page = (table: Table, userId: UserId, after: number, now: Date) => {
       switch (table) {
         case "tasks":
           // The inlinable text form: planned once for a whole page, it renders faster than a
@@ -39,7 +40,7 @@ export class Exporter extends Effect.Service<Exporter>()("steady/Exporter", {
     }
 
     /** Every row of a table as JSON text, a page at a time (keyset paging by id). */
-    const rows = (table: Table, userId: number, now: Date): Stream.Stream<string> =>
+    const rows = (table: Table, userId: UserId, now: Date): Stream.Stream<string> =>
       Stream.paginateEffect(0, (after: number) =>
         page(table, userId, after, now).pipe(
           Effect.orDie,
@@ -53,7 +54,7 @@ export class Exporter extends Effect.Service<Exporter>()("steady/Exporter", {
         )
       ).pipe(Stream.flatMap((batch: ReadonlyArray<string>) => Stream.fromIterable(batch)))
 
-    const jsonArray = (table: Table, userId: number, now: Date) =>
+    const jsonArray = (table: Table, userId: UserId, now: Date) =>
       Stream.concat(
         Stream.make("["),
         Stream.concat(rows(table, userId, now).pipe(Stream.zipWithIndex, Stream.map(([json, i]) => (i === 0 ? json : `,${json}`))), Stream.make("]"))

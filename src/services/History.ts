@@ -7,6 +7,7 @@ import type { CurrentUserShape } from "./CurrentUser.js"
 import { PreferencesService } from "./PreferencesService.js"
 import { now as clockNow } from "./ServiceClock.js"
 import { completionJson } from "./WireSql.js"
+import type { UserId } from "../domain/Ids.js"
 
 const pad = (n: number, w = 2) => String(n).padStart(w, "0")
 const dateText = (d: { year: number; month: number; day: number }) => `${pad(d.year, 4)}-${pad(d.month)}-${pad(d.day)}`
@@ -48,7 +49,7 @@ export class History extends Effect.Service<History>()("steady/History", {
           'count', count(*)::int))::text AS body FROM c`.pipe(Effect.map((rows) => rows[0]!.body), Effect.orDie)
     }
 
-    const totals = (userId: number, from: string | undefined, to: string | undefined) =>
+    const totals = (userId: UserId, from: string | undefined, to: string | undefined) =>
       sql<Totals>`
         SELECT COALESCE(sum(completions), 0)::int AS completions, COALESCE(sum(tasks_created), 0)::int AS tasks_created,
                COALESCE(sum(snoozes), 0)::int AS snoozes

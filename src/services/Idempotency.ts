@@ -8,10 +8,11 @@ import { commitHandover, flushing, makeHandover } from "./CommitHandover.js"
 import { spliceWire, spliceWireSql } from "./Mutations.js"
 import { commitWithNextStatement } from "./PgGuard.js"
 import { now as clockNow } from "./ServiceClock.js"
+import type { UserId } from "../domain/Ids.js"
 
 /** A keyed request: whose key, and what the request was (method, path, body hashed). */
 export interface KeyedRequest {
-  readonly userId: number
+  readonly userId: UserId
   readonly key: string
   readonly fingerprint: string
 }

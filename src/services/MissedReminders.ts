@@ -1,6 +1,6 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Either } from "effect"
-import type { UserId } from "../domain/Ids.js"
+import type { TaskId, UserId } from "../domain/Ids.js"
 import { nextOccurrence } from "../domain/Occurrences.js"
 import { Mutations } from "./Mutations.js"
 import { now as clockNow } from "./ServiceClock.js"
@@ -8,8 +8,8 @@ import { TasksTable } from "./Tables.js"
 import { isNotQuota, isOpen } from "./WireSql.js"
 
 interface MissedReminder {
-  readonly id: number
-  readonly user_id: number
+  readonly id: TaskId
+  readonly user_id: UserId
   readonly username: string
   readonly timezone: string
   readonly rrule: string
@@ -59,7 +59,7 @@ export class MissedReminders extends Effect.Service<MissedReminders>()("steady/M
         }
         const next = found.right
         if (next === undefined) continue
-        const user = { id: reminder.user_id as UserId, username: reminder.username, timezone: reminder.timezone }
+        const user = { id: reminder.user_id, username: reminder.username, timezone: reminder.timezone }
         yield* mutations.run({ user, action: "reminder_roll", undoable: false }, (tx) =>
           Effect.gen(function*() {
             // Re-read under the lock: the user may have acted on it since the scan.

@@ -27,14 +27,14 @@ export interface Tx {
   /** Writes only the fields whose value differs; returns the changed field names. */
   readonly update: <R extends TableRow>(
     table: TableSpec<R>,
-    id: number,
+    id: R["id"],
     values: Writes<R>,
     options?: UpdateOptions<R>
   ) => Effect.Effect<ReadonlyArray<string>>
   /** `update`, with the row as it leaves the statement rendered as wire JSON (the table's `wire`). */
   readonly updateWire: <R extends TableRow, W>(
     table: TableSpec<R, W>,
-    id: number,
+    id: R["id"],
     values: Writes<R>,
     options?: UpdateOptions<R>
   ) => Effect.Effect<{ readonly fields: ReadonlyArray<string>; readonly wire: W }>
@@ -47,7 +47,7 @@ export interface Tx {
    */
   readonly updateAtCommit: <R extends TableRow, W>(
     table: TableSpec<R, W>,
-    id: number,
+    id: R["id"],
     values: Writes<R>,
     options: UpdateOptions<R> & { readonly current: R }
   ) => Effect.Effect<{ readonly fields: ReadonlyArray<string>; readonly wire: W }>
@@ -67,7 +67,7 @@ export interface Tx {
   readonly restoreRow: (table: TableSpec<TableRow>, id: number, row: Row) => Effect.Effect<void>
   readonly remove: (table: TableSpec<TableRow>, id: number) => Effect.Effect<void>
   /** Reads a row and locks it for the rest of the transaction. */
-  readonly lock: <R extends TableRow>(table: TableSpec<R>, id: number) => Effect.Effect<R | undefined>
+  readonly lock: <R extends TableRow>(table: TableSpec<R>, id: R["id"]) => Effect.Effect<R | undefined>
   readonly emit: (event: DomainEvent) => void
   /** Adds to the user's daily statistics, on the local date of `at` (default: now). */
   readonly count: (stat: StatName, n?: number, at?: Date) => void

@@ -5,6 +5,7 @@ import { Credentials } from "./Credentials.js"
 import { now as clockNow } from "./ServiceClock.js"
 import { TaskLifecycle } from "./TaskLifecycle.js"
 import { Tasks } from "./Tasks.js"
+import type { TaskId } from "../domain/Ids.js"
 
 export type NotificationAction = "done" | "snooze" | "snooze30" | "snooze2h" | "delete"
 
@@ -35,7 +36,7 @@ export class Notifications extends Effect.Service<Notifications>()("steady/Notif
     const lifecycle = yield* TaskLifecycle
     const tasks = yield* Tasks
 
-    const act = (token: string, action: NotificationAction, taskId: number) =>
+    const act = (token: string, action: NotificationAction, taskId: TaskId) =>
       Effect.gen(function*() {
         const found = yield* credentials.verifyToken(token)
         if (Option.isNone(found)) return yield* Effect.fail(new Unauthorized({ message: "Invalid API token" }))

@@ -6,6 +6,7 @@ import type { CurrentUserShape } from "./CurrentUser.js"
 import { Credentials } from "./Credentials.js"
 import { Mutations } from "./Mutations.js"
 import { Quotas } from "./Quotas.js"
+import type { UserId } from "../domain/Ids.js"
 
 /** Spec §2.8 preferences and the user's time zone (CONTRACT §5). */
 export class PreferencesService extends Effect.Service<PreferencesService>()("steady/PreferencesService", {
@@ -15,7 +16,7 @@ export class PreferencesService extends Effect.Service<PreferencesService>()("st
     const credentials = yield* Credentials
     const quotas = yield* Quotas
 
-    const read = (userId: number, lock = false) =>
+    const read = (userId: UserId, lock = false) =>
       Effect.gen(function*() {
         const rows = yield* Effect.orDie(
           lock

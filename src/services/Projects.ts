@@ -8,6 +8,7 @@ import { Mutations } from "./Mutations.js"
 import { now as clockNow } from "./ServiceClock.js"
 import { ProjectsTable, TasksTable } from "./Tables.js"
 import { projectJson as projectSql } from "./WireSql.js"
+import type { ProjectId, TaskId } from "../domain/Ids.js"
 
 /** Project writes go through the mutation pipeline; reads build JSON in the database. */
 export class Projects extends Effect.Service<Projects>()("steady/Projects", {
@@ -27,7 +28,7 @@ export class Projects extends Effect.Service<Projects>()("steady/Projects", {
         return { projects, count: projects.length }
       }).pipe(Effect.orDie)
 
-    const read = (user: CurrentUserShape, id: number) =>
+    const read = (user: CurrentUserShape, id: ProjectId) =>
       Effect.gen(function*() {
         const now = yield* clockNow
         const rows = yield* Effect.orDie(sql<{ project: typeof Project.Encoded }>`
@@ -38,7 +39,7 @@ export class Projects extends Effect.Service<Projects>()("steady/Projects", {
       })
 
     /** 404 for a project the caller cannot see, 403 for a shared one they do not own. */
-    const lockOwned = (user: CurrentUserShape, id: number) =>
+    const lockOwned = (user: CurrentUserShape, id: ProjectId) =>
       Effect.gen(function*() {
         const rows = yield* Effect.orDie(
           sql<{ owner_id: number; shared: boolean; is_inbox: boolean; name: string }>`
@@ -75,7 +76,7 @@ export class Projects extends Effect.Service<Projects>()("steady/Projects", {
           return yield* read(user, row.id)
         }))
 
-    const update = (user: CurrentUserShape, id: number, patch: ProjectPatch) =>
+    const update = (user: CurrentUserShape, id: ProjectId, patch: ProjectPatch) =>
       mutations.run({ user, action: "project_edit" }, (tx) =>
         Effect.gen(function*() {
           const project = yield* lockOwned(user, id)
@@ -94,12 +95,12 @@ export class Projects extends Effect.Service<Projects>()("steady/Projects", {
         }))
 
     /** Each task goes to its own owner's Inbox, then the project goes. */
-    const remove = (user: CurrentUserShape, id: number) =>
+    const remove = (user: CurrentUserShape, id: ProjectId) =>
       mutations.run({ user, action: "project_delete" }, (tx) =>
         Effect.gen(function*() {
           const project = yield* lockOwned(user, id)
           if (project.is_inbox) return yield* Effect.fail(ValidationError.field("id", "The Inbox cannot be deleted"))
-          const tasks = yield* Effect.orDie(sql<{ id: number; inbox: number }>`
+          const tasks = yield* Effect.orDie(sql<{ id: TaskId; inbox: ProjectId }>`
             SELECT t.id, p.id AS inbox FROM tasks t JOIN projects p ON p.owner_id = t.user_id AND p.is_inbox
             WHERE t.project_id = ${id} ORDER BY t.id FOR UPDATE OF t`)
           for (const task of tasks) yield* tx.update(TasksTable, task.id, { project_id: task.inbox })
@@ -108,7 +109,7 @@ export class Projects extends Effect.Service<Projects>()("steady/Projects", {
           return { deleted: true as const, tasks_moved_to_inbox: tasks.length }
         }))
 
-    const reorder = (user: CurrentUserShape, ids: ReadonlyArray<number>) =>
+    const reorder = (user: CurrentUserShape, ids: ReadonlyArray<ProjectId>) =>
       mutations.run({ user, action: "project_reorder" }, (tx) =>
         Effect.gen(function*() {
           if (new Set(ids).size !== ids.length) {

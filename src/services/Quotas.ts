@@ -1,7 +1,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Either } from "effect"
 import { ValidationError } from "../domain/Errors.js"
-import type { UserId } from "../domain/Ids.js"
+import type { TaskId, UserId } from "../domain/Ids.js"
 import type { JsonValue } from "../domain/Json.js"
 import type { TaskRow, Writes } from "../domain/Rows.js"
 import { localDate } from "../domain/LocalTime.js"
@@ -121,12 +121,12 @@ export class Quotas extends Effect.Service<Quotas>()("steady/Quotas", {
         }
       })
 
-    const ownerOf = (userId: number, zone: string): CurrentUserShape => ({ id: userId as UserId, username: "", timezone: zone })
+    const ownerOf = (userId: UserId, zone: string): CurrentUserShape => ({ id: userId, username: "", timezone: zone })
 
     /** Rollover of one quota in its own transaction: no undo entry, no webhook. */
-    const rollover = (taskId: number) =>
+    const rollover = (taskId: TaskId) =>
       Effect.gen(function*() {
-        const [owner] = yield* Effect.orDie(sql<{ user_id: number }>`SELECT user_id FROM tasks WHERE id = ${taskId}`)
+        const [owner] = yield* Effect.orDie(sql<{ user_id: UserId }>`SELECT user_id FROM tasks WHERE id = ${taskId}`)
         if (owner === undefined) return 0
         const settings = yield* calendars.of(owner.user_id)
         return yield* mutations.run(
@@ -212,7 +212,7 @@ export class Quotas extends Effect.Service<Quotas>()("steady/Quotas", {
     })
 
     /** POST /api/tasks/{id}/progress: an ended period is closed first, so the log counts in the new one. */
-    const progress = (user: CurrentUserShape, id: number, delta: number) =>
+    const progress = (user: CurrentUserShape, id: TaskId, delta: number) =>
       Effect.gen(function*() {
         yield* queries.getJson(user, id)
         yield* rollover(id)
@@ -258,12 +258,12 @@ export class Quotas extends Effect.Service<Quotas>()("steady/Quotas", {
      */
     const realign = (
       tx: Tx,
-      userId: number,
+      userId: UserId,
       settings: PeriodSettings,
       changed: { readonly weekStart: boolean; readonly zone: boolean }
     ) =>
       Effect.gen(function*() {
-        const rows = yield* Effect.orDie(sql<{ id: number }>`
+        const rows = yield* Effect.orDie(sql<{ id: TaskId }>`
           SELECT id FROM tasks WHERE user_id = ${userId} AND ${hasRunningPeriod(sql, "")} ORDER BY id`)
         for (const { id } of rows) {
           const row = (yield* tx.lock(TasksTable, id))!

@@ -21,6 +21,7 @@ import { now as clockNow } from "./ServiceClock.js"
 import { TasksTable } from "./Tables.js"
 import { TaskQueries } from "./TaskQueries.js"
 import { isNotQuota, isOpen, isQuota } from "./WireSql.js"
+import type { UserId } from "../domain/Ids.js"
 
 interface SlotRow extends Slot {
   readonly user_id: number
@@ -41,7 +42,7 @@ export class Reminders extends Effect.Service<Reminders>()("steady/Reminders", {
     const quotas = yield* Quotas
     const preferences = yield* PreferencesService
 
-    const slotsOf = (userId: number) =>
+    const slotsOf = (userId: UserId) =>
       sql<SlotRow>`SELECT id, user_id, label, start_time, sort_order, steady_iso(created_at) AS created_at
         FROM time_slots WHERE user_id = ${userId} ORDER BY start_time, id`.pipe(Effect.orDie)
 

@@ -9,6 +9,7 @@ import * as Crypto from "node:crypto"
 import { now as clockNow } from "./ServiceClock.js"
 import { TaskQueries } from "./TaskQueries.js"
 import { isNotQuota, isOpen } from "./WireSql.js"
+import type { UserId } from "../domain/Ids.js"
 
 /** Spec §8: sessions older than an hour are purged when a new one starts. */
 export const REVIEW_SESSION_LIFETIME_MS = 60 * 60 * 1000
@@ -45,7 +46,7 @@ export class Review extends Effect.Service<Review>()("steady/Review", {
     const { reviewSessionLimit } = yield* AppConfig
 
     /** One row per user (the upsert replaces the last session), then the purge and the cap. */
-    const keep = (id: string, userId: number, createdAt: Date, tasks: ReadonlyArray<number>) =>
+    const keep = (id: string, userId: UserId, createdAt: Date, tasks: ReadonlyArray<number>) =>
       Effect.gen(function*() {
         const at = createdAt.toISOString()
         const cutoff = new Date(createdAt.getTime() - REVIEW_SESSION_LIFETIME_MS).toISOString()

@@ -12,6 +12,7 @@ import { Quotas } from "./Quotas.js"
 import { CompletionsTable, TasksTable } from "./Tables.js"
 import { TaskQueries } from "./TaskQueries.js"
 import { UserCalendar } from "./UserCalendar.js"
+import type { TaskId } from "../domain/Ids.js"
 
 const quoted = (title: string) => `'${title}'`
 
@@ -66,7 +67,7 @@ export class TaskLifecycle extends Effect.Service<TaskLifecycle>()("steady/TaskL
       })
 
     /** done with close_period on a quota: its current period closes early (spec §3). */
-    const closePeriod = (user: CurrentUserShape, id: number) =>
+    const closePeriod = (user: CurrentUserShape, id: TaskId) =>
       Effect.gen(function*() {
         yield* queries.getJson(user, id)
         yield* quotas.rollover(id)
@@ -80,11 +81,11 @@ export class TaskLifecycle extends Effect.Service<TaskLifecycle>()("steady/TaskL
           }))
       })
 
-    const done = (user: CurrentUserShape, id: number, options: { readonly closePeriod: boolean } = { closePeriod: false }) =>
+    const done = (user: CurrentUserShape, id: TaskId, options: { readonly closePeriod: boolean } = { closePeriod: false }) =>
       Effect.flatMap(options.closePeriod ? isQuotaTask(user, id) : Effect.succeed(false), (quota) =>
         quota ? closePeriod(user, id) : markDone(user, id))
 
-    const isQuotaTask = (user: CurrentUserShape, id: number) =>
+    const isQuotaTask = (user: CurrentUserShape, id: TaskId) =>
       Effect.map(queries.lockVisible(user, id), isQuota)
 
     /**
@@ -108,7 +109,7 @@ export class TaskLifecycle extends Effect.Service<TaskLifecycle>()("steady/TaskL
         return { ...task, was_recurring: plan.wasRecurring, next_due_at: plan.nextDueAt }
       })
 
-    const markDone = (user: CurrentUserShape, id: number) =>
+    const markDone = (user: CurrentUserShape, id: TaskId) =>
       mutations.run({ user, action: "done" }, (tx) =>
         Effect.gen(function*() {
           const { calendar, current } = yield* queries.lockForWrite(user, id)
@@ -117,7 +118,7 @@ export class TaskLifecycle extends Effect.Service<TaskLifecycle>()("steady/TaskL
           return result
         }))
 
-    const undone = (user: CurrentUserShape, id: number) =>
+    const undone = (user: CurrentUserShape, id: TaskId) =>
       mutations.run({ user, action: "undone" }, (tx) =>
         Effect.gen(function*() {
           const current = yield* queries.lockVisible(user, id)
@@ -149,7 +150,7 @@ export class TaskLifecycle extends Effect.Service<TaskLifecycle>()("steady/TaskL
         return { ...task, was_recurring: plan.wasRecurring, description }
       })
 
-    const skip = (user: CurrentUserShape, id: number) =>
+    const skip = (user: CurrentUserShape, id: TaskId) =>
       mutations.run({ user, action: "skip" }, (tx) =>
         Effect.gen(function*() {
           const current = yield* queries.lockVisible(user, id)
@@ -172,7 +173,7 @@ export class TaskLifecycle extends Effect.Service<TaskLifecycle>()("steady/TaskL
         return { ...task, previous_due_at: previous, description }
       })
 
-    const snooze = (user: CurrentUserShape, id: number, until: Date, options: SnoozeOptions) =>
+    const snooze = (user: CurrentUserShape, id: TaskId, until: Date, options: SnoozeOptions) =>
       mutations.run({ user, action: "snooze" }, (tx) =>
         Effect.gen(function*() {
           const current = yield* queries.lockVisible(user, id)

@@ -11,6 +11,7 @@ import { now as clockNow } from "./ServiceClock.js"
 import { type CalendarColumns, calendarColumns, calendarFrom } from "./UserCalendar.js"
 import { decodeRow, taskRowJson, TasksTable } from "./Tables.js"
 import { inSharedProject, isOpen, isOverdue, isQuota, wireArray } from "./WireSql.js"
+import type { ProjectId, TaskId, UserId } from "../domain/Ids.js"
 
 /**
  * Reads of tasks. Lists and single tasks come back as JSON text built by the database from
@@ -25,11 +26,11 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
      * The one overdue definition (spec §4.2): the user's own open tasks whose current due
      * date has passed; reminders and quotas are never overdue.
      */
-    const overdue = (userId: number, now: Date): Fragment =>
+    const overdue = (userId: UserId, now: Date): Fragment =>
       sql`t.user_id = ${userId} AND ${isOverdue(sql, now)}`
 
     /** Tasks a user may see: their own, and those in projects shared with everyone. */
-    const visible = (userId: number): Fragment => sql`(t.user_id = ${userId} OR ${inSharedProject(sql, "t.project_id")})`
+    const visible = (userId: UserId): Fragment => sql`(t.user_id = ${userId} OR ${inSharedProject(sql, "t.project_id")})`
 
     /**
      * `{data: {tasks, count}}` for a page of stored wire texts, as the text json_build_object
@@ -38,7 +39,7 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
     const pageBody = (tasks: Fragment): Fragment =>
       sql`'{"data" : {"tasks" : ' || ${tasks} || ', "count" : ' || count(*) || '}}'`
 
-    const filters = (query: TaskListQuery, userId: number, now: Date): Array<Fragment> => {
+    const filters = (query: TaskListQuery, userId: UserId, now: Date): Array<Fragment> => {
       const out: Array<Fragment> = []
       const trashed = query.trashed ?? false
       out.push(trashed ? sql`t.deleted_at IS NOT NULL` : sql`t.deleted_at IS NULL`)
@@ -110,7 +111,7 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
      * `{data: Task}` as JSON text (the stored wire text in the envelope json_build_object
      * wrote, without parsing it again), or 404 when the caller cannot see it.
      */
-    const getJson = (user: CurrentUserShape, id: number) =>
+    const getJson = (user: CurrentUserShape, id: TaskId) =>
       sql<{ body: string }>`
         SELECT '{"data" : ' || t.wire_text || '}' AS body FROM tasks t
         WHERE t.id = ${id} AND ${visible(user.id)}`.pipe(
@@ -126,7 +127,7 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
       )
 
     /** Locks a task the caller can see, for a mutation; 404 otherwise. */
-    const lockVisible = (user: CurrentUserShape, id: number) =>
+    const lockVisible = (user: CurrentUserShape, id: TaskId) =>
       sql<{ row: Record<string, unknown> }>`
         SELECT ${sql.literal(taskRowJson)} AS row FROM tasks t WHERE t.id = ${id} AND ${visible(user.id)} FOR UPDATE OF t`.pipe(
         Effect.orDie,
@@ -139,7 +140,7 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
      * `lockVisible`, with the owner's calendar (zone, week start) read in the same statement:
      * a write's anchors and periods are on the owner's calendar, whoever acts on the task.
      */
-    const lockForWrite = (user: CurrentUserShape, id: number) =>
+    const lockForWrite = (user: CurrentUserShape, id: TaskId) =>
       sql<{ row: Record<string, unknown> } & CalendarColumns>`
         SELECT ${sql.literal(taskRowJson)} AS row, ${calendarColumns(sql, "u")}
         FROM tasks t JOIN users u ON u.id = t.user_id
@@ -181,8 +182,8 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
         SELECT ${pageBody(wireArray(sql, "trash.task", "trash.deleted_at DESC, trash.id DESC"))} AS body FROM trash`.pipe(Effect.map((rows) => rows[0]!.body), Effect.orDie)
 
     /** A project the caller may file tasks in: their own or a shared one. */
-    const projectUsable = (user: CurrentUserShape, projectId: number) =>
-      sql<{ id: number }>`SELECT id FROM projects WHERE id = ${projectId} AND (owner_id = ${user.id} OR shared)`.pipe(
+    const projectUsable = (user: CurrentUserShape, projectId: ProjectId) =>
+      sql<{ id: ProjectId }>`SELECT id FROM projects WHERE id = ${projectId} AND (owner_id = ${user.id} OR shared)`.pipe(
         Effect.map((rows) => Option.fromNullable(rows[0]?.id)),
         Effect.orDie
       )
@@ -197,7 +198,7 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
         Effect.orDie
       )
 
-    const inboxOf = (userId: number) =>
+    const inboxOf = (userId: UserId) =>
       sql<{ id: number }>`SELECT id FROM projects WHERE owner_id = ${userId} AND is_inbox`.pipe(
         Effect.map((rows) => rows[0]!.id),
         Effect.orDie

@@ -15,6 +15,7 @@ import { Quotas } from "./Quotas.js"
 import { TasksTable } from "./Tables.js"
 import { TaskQueries } from "./TaskQueries.js"
 import { UserCalendar } from "./UserCalendar.js"
+import type { ProjectId, TaskId } from "../domain/Ids.js"
 
 type Wire = Record<string, unknown>
 
@@ -53,7 +54,7 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
         }
       })
 
-    const usableProject = (user: CurrentUserShape, projectId: number) =>
+    const usableProject = (user: CurrentUserShape, projectId: ProjectId) =>
       Effect.flatMap(queries.projectUsable(user, projectId), (found) =>
         Option.match(found, {
           onNone: () => Effect.fail(ValidationError.field("project_id", "Project not found")),
@@ -77,11 +78,10 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
       return mutations.run({ user, action: "create" }, (tx) =>
         Effect.gen(function*() {
           const projectId = input.project_id === undefined ? undefined : yield* usableProject(user, input.project_id)
-          const base = yield* newTaskRow(input, { now: tx.now, zone: user.timezone, projectId: projectId ?? 0, userId: user.id })
-          const { project_id: _inbox, ...withoutProject } = base
+          const base = yield* newTaskRow(input, { now: tx.now, zone: user.timezone, projectId, userId: user.id })
           // The creator owns the task: its calendar is theirs.
           const row = {
-            ...(projectId === undefined ? withoutProject : base),
+            ...base,
             ...(yield* periodWrites(calendars.of(user.id), undefined, base, tx.now)),
             ...(enrich ? { enrichment_status: "pending" as const } : {})
           }
@@ -104,7 +104,7 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
      * The task is locked with its owner's calendar; the UPDATE goes out with the commit
      * statement, and the task comes back from it as wire JSON.
      */
-    const update = (user: CurrentUserShape, id: number, patch: TaskPatch) =>
+    const update = (user: CurrentUserShape, id: TaskId, patch: TaskPatch) =>
       mutations.run({ user, action: "edit" }, (tx) =>
         Effect.gen(function*() {
           const { calendar, current } = yield* queries.lockForWrite(user, id)
@@ -128,7 +128,7 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
         }))
 
     /** DELETE moves to the trash; deleting what is already there changes nothing. */
-    const trash = (user: CurrentUserShape, id: number) =>
+    const trash = (user: CurrentUserShape, id: TaskId) =>
       mutations.run({ user, action: "delete" }, (tx) =>
         Effect.gen(function*() {
           const current = yield* queries.lockVisible(user, id)
@@ -141,7 +141,7 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
           return { ...task, message: `Task ${quoted(task.title)} moved to the trash` }
         }))
 
-    const restore = (user: CurrentUserShape, id: number) =>
+    const restore = (user: CurrentUserShape, id: TaskId) =>
       mutations.run({ user, action: "restore" }, (tx) =>
         Effect.gen(function*() {
           const current = yield* queries.lockVisible(user, id)
@@ -159,7 +159,7 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
      * Re-queues enrichment from `original_title`; the AI worker picks it up. With AI off
      * only the request time is recorded.
      */
-    const reprocess = (user: CurrentUserShape, id: number) =>
+    const reprocess = (user: CurrentUserShape, id: TaskId) =>
       mutations.run({ user, action: "reprocess", undoable: false }, (tx) =>
         Effect.gen(function*() {
           const current = yield* queries.lockVisible(user, id)

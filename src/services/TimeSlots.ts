@@ -9,6 +9,7 @@ import { Mutations, type Tx } from "./Mutations.js"
 import { PreferencesService } from "./PreferencesService.js"
 import { TasksTable, TimeSlotsTable } from "./Tables.js"
 import { isNotQuota, isOpen, isQuota } from "./WireSql.js"
+import type { TaskId, TimeSlotId, UserId } from "../domain/Ids.js"
 
 const Label = (label: string) => label.trim()
 
@@ -19,7 +20,7 @@ export class TimeSlots extends Effect.Service<TimeSlots>()("steady/TimeSlots", {
     const mutations = yield* Mutations
     const preferences = yield* PreferencesService
 
-    const slotsOf = (userId: number, lock = false) =>
+    const slotsOf = (userId: UserId, lock = false) =>
       (lock
         ? sql<TimeSlotRow>`SELECT id, user_id, label, start_time, sort_order, steady_iso(created_at) AS created_at
             FROM time_slots WHERE user_id = ${userId} ORDER BY start_time, id FOR UPDATE`
@@ -31,7 +32,7 @@ export class TimeSlots extends Effect.Service<TimeSlots>()("steady/TimeSlots", {
         FROM time_slots WHERE id = ${id}`.pipe(Effect.map((rows) => rows[0]!), Effect.orDie)
 
     /** sort_order follows start_time: slots are always in time order, never reordered by hand. */
-    const renumber = (tx: Tx, userId: number) =>
+    const renumber = (tx: Tx, userId: UserId) =>
       Effect.gen(function*() {
         const slots = yield* slotsOf(userId)
         for (const [index, slot] of slots.entries()) {
@@ -65,14 +66,14 @@ export class TimeSlots extends Effect.Service<TimeSlots>()("steady/TimeSlots", {
         }))
 
     /** The user's open reminders with their local time of day. */
-    const remindersOf = (userId: number, zone: string) =>
+    const remindersOf = (userId: UserId, zone: string) =>
       Effect.map(
-        Effect.orDie(sql<{ id: number; due_at: string | null; anchor_time: string | null }>`
+        Effect.orDie(sql<{ id: TaskId; due_at: string | null; anchor_time: string | null }>`
           SELECT id, steady_iso(due_at) AS due_at, anchor_time FROM tasks
           WHERE user_id = ${userId} AND is_reminder AND ${isOpen(sql, "")} AND ${isNotQuota(sql, "")}
           ORDER BY id FOR UPDATE`),
         (rows) =>
-          rows.flatMap((r): Array<ReminderTime & { due_at: string | null }> => {
+          rows.flatMap((r): Array<ReminderTime<TaskId> & { due_at: string | null }> => {
             const time = r.due_at !== null ? localTimeOfDay(new Date(r.due_at), zone) : r.anchor_time
             return time === null ? [] : [{ id: r.id, time, due_at: r.due_at }]
           })
@@ -82,8 +83,8 @@ export class TimeSlots extends Effect.Service<TimeSlots>()("steady/TimeSlots", {
     const moveReminders = (
       tx: Tx,
       zone: string,
-      reminders: ReadonlyArray<{ id: number; due_at: string | null }>,
-      moves: ReadonlyArray<Move>
+      reminders: ReadonlyArray<{ id: TaskId; due_at: string | null }>,
+      moves: ReadonlyArray<Move<TaskId>>
     ) =>
       Effect.gen(function*() {
         for (const move of moves) {
@@ -101,7 +102,7 @@ export class TimeSlots extends Effect.Service<TimeSlots>()("steady/TimeSlots", {
       })
 
     /** Quotas whose prompts start in this slot (configured, or by the user's default). */
-    const quotasPromptingIn = (userId: number, slotId: number, isDefault: boolean) =>
+    const quotasPromptingIn = (userId: UserId, slotId: number, isDefault: boolean) =>
       sql<Pick<TaskRow, "id" | "quota_prompt_config">>`
         SELECT id, quota_prompt_config FROM tasks
         WHERE user_id = ${userId} AND ${isQuota(sql, "")} AND NOT done AND deleted_at IS NULL
@@ -109,7 +110,7 @@ export class TimeSlots extends Effect.Service<TimeSlots>()("steady/TimeSlots", {
                ${isDefault ? sql`OR quota_prompt_config IS NULL OR quota_prompt_config->'slot_id' IS NULL OR quota_prompt_config->'slot_id' = 'null'::jsonb` : sql``})
         ORDER BY id FOR UPDATE`.pipe(Effect.orDie)
 
-    const lockSlot = (user: CurrentUserShape, id: number) =>
+    const lockSlot = (user: CurrentUserShape, id: TimeSlotId) =>
       Effect.flatMap(slotsOf(user.id, true), (slots) => {
         const slot = slots.find((s) => s.id === id)
         return slot === undefined ? Effect.fail(NotFound.of("Time slot")) : Effect.succeed({ slot, slots })
@@ -119,7 +120,7 @@ export class TimeSlots extends Effect.Service<TimeSlots>()("steady/TimeSlots", {
      * PATCH: a rename alone moves nothing and is not an undo step; a new start time moves
      * reminders (spec "Time slot edits") as one atomic undo entry `time_slot_edit`.
      */
-    const update = (user: CurrentUserShape, id: number, patch: { readonly label?: string | undefined; readonly start_time?: string | undefined }) =>
+    const update = (user: CurrentUserShape, id: TimeSlotId, patch: { readonly label?: string | undefined; readonly start_time?: string | undefined }) =>
       Effect.gen(function*() {
         const prefs = yield* preferences.get(user)
         const known = (yield* slotsOf(user.id)).find((s) => s.id === id)
@@ -154,7 +155,7 @@ export class TimeSlots extends Effect.Service<TimeSlots>()("steady/TimeSlots", {
       })
 
     /** DELETE: reminders go to the nearest remaining slot; stored prompt slot ids follow. */
-    const remove = (user: CurrentUserShape, id: number) =>
+    const remove = (user: CurrentUserShape, id: TimeSlotId) =>
       Effect.gen(function*() {
         const prefs = yield* preferences.get(user)
         const [result, undoId] = yield* mutations.runWithUndoId({ user, action: "time_slot_delete" }, (tx) =>

@@ -5,6 +5,7 @@ import type { CurrentUserShape } from "./CurrentUser.js"
 import { now as clockNow } from "./ServiceClock.js"
 import { TaskQueries } from "./TaskQueries.js"
 import { isNotQuota, isOpen, wireArray } from "./WireSql.js"
+import type { UserId } from "../domain/Ids.js"
 
 /** GET /api/process: read-only, rule-based, only the caller's own open tasks, never reminders or quotas. */
 export class Triage extends Effect.Service<Triage>()("steady/Triage", {
@@ -12,7 +13,7 @@ export class Triage extends Effect.Service<Triage>()("steady/Triage", {
     const sql = yield* SqlClient.SqlClient
     const queries = yield* TaskQueries
 
-    const own = (userId: number) =>
+    const own = (userId: UserId) =>
       sql`t.user_id = ${userId} AND ${isOpen(sql)} AND NOT t.is_reminder AND ${isNotQuota(sql)}`
 
     /**

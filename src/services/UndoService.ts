@@ -23,6 +23,7 @@ import {
 } from "./Tables.js"
 import { TaskQueries } from "./TaskQueries.js"
 import { hasRunningPeriod } from "./WireSql.js"
+import type { ProjectId, TaskId, UserId } from "../domain/Ids.js"
 
 interface EntryRow {
   readonly id: number
@@ -59,7 +60,7 @@ export class UndoService extends Effect.Service<UndoService>()("steady/UndoServi
     const queries = yield* TaskQueries
     const quotas = yield* Quotas
 
-    const counts = (userId: number, sessionStartId: number | undefined) =>
+    const counts = (userId: UserId, sessionStartId: number | undefined) =>
       sql<{ undoable: number; redoable: number; latest: number | null }>`
         SELECT (count(*) FILTER (WHERE NOT undone ${sessionStartId === undefined ? sql`` : sql`AND id > ${sessionStartId}`}))::int AS undoable,
                (count(*) FILTER (WHERE undone ${sessionStartId === undefined ? sql`` : sql`AND id > ${sessionStartId}`}))::int AS redoable,
@@ -67,7 +68,7 @@ export class UndoService extends Effect.Service<UndoService>()("steady/UndoServi
         FROM undo_entries WHERE user_id = ${userId}`.pipe(Effect.map((rows) => rows[0]!), Effect.orDie)
 
     /** Whether the task is visible to the user now, by the task reads' definition; undefined when it is gone. */
-    const taskVisible = (userId: number, taskId: number) =>
+    const taskVisible = (userId: UserId, taskId: number) =>
       sql<{ visible: boolean }>`SELECT ${queries.visible(userId)} AS visible FROM tasks t WHERE t.id = ${taskId}`.pipe(
         Effect.map((rows) => rows[0]?.visible),
         Effect.orDie
@@ -155,7 +156,7 @@ export class UndoService extends Effect.Service<UndoService>()("steady/UndoServi
               }
               // Tasks in the trash (typically one whose creation was just undone) wait in their owner's Inbox,
               // else undoing "create task, create project" would stop at the project for good.
-              const trashed = yield* Effect.orDie(sql<{ id: number; inbox: number }>`
+              const trashed = yield* Effect.orDie(sql<{ id: TaskId; inbox: ProjectId }>`
                 SELECT t.id, p.id AS inbox FROM tasks t JOIN projects p ON p.owner_id = t.user_id AND p.is_inbox
                 WHERE t.project_id = ${step.id} ORDER BY t.id FOR UPDATE OF t`)
               for (const task of trashed) yield* tx.update(TasksTable, task.id, { project_id: task.inbox })
@@ -177,7 +178,7 @@ export class UndoService extends Effect.Service<UndoService>()("steady/UndoServi
     const settlePeriods = (user: CurrentUserShape, direction: Direction) =>
       Effect.gen(function*() {
         const now = yield* clockNow
-        const ended = yield* Effect.orDie(sql<{ id: number }>`
+        const ended = yield* Effect.orDie(sql<{ id: TaskId }>`
           SELECT t.id FROM tasks t
           WHERE ${hasRunningPeriod(sql)} AND t.progress_period_end <= ${now.toISOString()}::timestamptz
             AND t.id IN (

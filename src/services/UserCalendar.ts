@@ -3,6 +3,7 @@ import type { Fragment } from "@effect/sql/Statement"
 import { Effect } from "effect"
 import { DEFAULT_PREFERENCES } from "../domain/Preferences.js"
 import type { PeriodSettings, WeekStartDay } from "../domain/QuotaPeriods.js"
+import type { UserId } from "../domain/Ids.js"
 
 /** The columns a statement reads for a user's calendar (`calendarColumns`). */
 export interface CalendarColumns {
@@ -33,14 +34,14 @@ export class UserCalendar extends Effect.Service<UserCalendar>()("steady/UserCal
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
-    const of = (userId: number) =>
+    const of = (userId: UserId) =>
       sql<CalendarColumns>`SELECT ${calendarColumns(sql, "u")} FROM users u WHERE u.id = ${userId}`.pipe(
         Effect.map((rows) => calendarFrom(rows[0]!)),
         Effect.orDie
       )
 
     /** Periods, occurrences and prompt days of a task in a shared project never follow the actor. */
-    const ofTask = (task: { readonly user_id: number }) => of(task.user_id)
+    const ofTask = (task: { readonly user_id: UserId }) => of(task.user_id)
 
     return { of, ofTask } as const
   })

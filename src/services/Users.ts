@@ -4,9 +4,10 @@ import { DEFAULT_PREFERENCES } from "../domain/Preferences.js"
 import { DEFAULT_TIME_SLOTS, INBOX_NAME } from "../domain/Slots.js"
 import { userFromRow } from "./CurrentUser.js"
 import { now } from "./ServiceClock.js"
+import type { UserId } from "../domain/Ids.js"
 
 interface UserRow {
-  readonly id: number
+  readonly id: UserId
   readonly username: string
   readonly timezone: string
 }

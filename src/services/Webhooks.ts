@@ -8,6 +8,7 @@ import { generateSecret } from "./Credentials.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { now as clockNow } from "./ServiceClock.js"
 import { refusedAddress } from "./WebhookNetwork.js"
+import type { UserId, WebhookId } from "../domain/Ids.js"
 
 export const MAX_WEBHOOKS_PER_USER = 20
 /**
@@ -29,7 +30,7 @@ export const MAX_PENDING_PER_WEBHOOK = 1000
  * The writes are `steady_deliver` (migration 0024), called only when the user has an active
  * webhook: as CTEs they cost every write about a tenth of its database time, webhooks or not.
  */
-export const deliveryWrites = (sql: SqlClient.SqlClient, userId: number, at: string) =>
+export const deliveryWrites = (sql: SqlClient.SqlClient, userId: UserId, at: string) =>
   sql`delivered AS (
       SELECT steady_deliver(${userId}, ${at}::timestamptz,
         (SELECT jsonb_agg(jsonb_build_object('n', e.n, 'event', e.event, 'body', e.body)) FROM events e),
@@ -53,7 +54,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("steady/Webhooks", {
       return reason === undefined ? Effect.void : Effect.fail(ValidationError.field("url", `not allowed: ${reason}`))
     }
 
-    const read = (user: CurrentUserShape, id: number) =>
+    const read = (user: CurrentUserShape, id: WebhookId) =>
       Effect.gen(function*() {
         const [row] = yield* Effect.orDie(sql<{ webhook: typeof Webhook.Encoded }>`
           SELECT ${webhookJson(sql)} AS webhook FROM webhooks w WHERE w.id = ${id} AND w.user_id = ${user.id}`)
@@ -75,7 +76,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("steady/Webhooks", {
               new Conflict({ message: `At most ${MAX_WEBHOOKS_PER_USER} webhooks per user; delete one first` })
             )
           }
-          const [row] = yield* sql<{ id: number }>`
+          const [row] = yield* sql<{ id: WebhookId }>`
             INSERT INTO webhooks (user_id, url, events, secret, created_at, updated_at)
             VALUES (${user.id}, ${url}, ${JSON.stringify([...new Set(events)])}::jsonb, ${secret}, ${at}::timestamptz, ${at}::timestamptz)
             RETURNING id`
@@ -90,7 +91,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("steady/Webhooks", {
 
     const update = (
       user: CurrentUserShape,
-      id: number,
+      id: WebhookId,
       patch: { readonly url?: string | undefined; readonly events?: ReadonlyArray<string> | undefined; readonly active?: boolean | undefined }
     ) =>
       Effect.gen(function*() {
@@ -107,14 +108,14 @@ export class Webhooks extends Effect.Service<Webhooks>()("steady/Webhooks", {
       })
 
     /** Deleting a webhook drops its pending deliveries and its log with it. */
-    const remove = (user: CurrentUserShape, id: number) =>
+    const remove = (user: CurrentUserShape, id: WebhookId) =>
       sql<{ id: number }>`DELETE FROM webhooks WHERE id = ${id} AND user_id = ${user.id} RETURNING id`.pipe(
         Effect.orDie,
         Effect.flatMap((rows) => rows.length === 0 ? Effect.fail(NotFound.of("Webhook")) : Effect.succeed({ deleted: true as const }))
       )
 
     /** Newest attempt first by time (concurrent deliveries may insert out of clock order). */
-    const deliveries = (user: CurrentUserShape, id: number) =>
+    const deliveries = (user: CurrentUserShape, id: WebhookId) =>
       Effect.gen(function*() {
         yield* read(user, id)
         const rows = yield* Effect.orDie(sql<typeof DeliveryLog.Encoded>`

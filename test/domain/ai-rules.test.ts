@@ -3,6 +3,7 @@ import { Either, FastCheck as fc } from "effect"
 import { checkInsights, chunksOf, oneLine, pickWhatsNext } from "../../src/domain/AiAnswers.js"
 import { planEnrichment, shouldEnrich, userChanged, wallTimeIn } from "../../src/domain/AiEnrichment.js"
 import { instantOf } from "../../src/domain/LocalTime.js"
+import { ProjectId } from "../../src/domain/Ids.js"
 
 /* Issue 11: the rules the AI helpers enforce in code, whatever the model answers. */
 
@@ -62,7 +63,7 @@ describe("planEnrichment", () => {
 
 describe("userChanged", () => {
   it("compares a field with its value when enrichment was requested", () => {
-    const base = { title: "a", labels: ["x"], priority: 0, due_at: null, project_id: 1, rrule: null, notes: "", recurrence_mode: "from_due" as const }
+    const base = { title: "a", labels: ["x"], priority: 0, due_at: null, project_id: ProjectId.make(1), rrule: null, notes: "", recurrence_mode: "from_due" as const }
     expect(userChanged(base, { ...base, labels: ["x"] }, "labels")).toBe(false)
     expect(userChanged(base, { ...base, labels: ["x", "y"] }, "labels")).toBe(true)
     expect(userChanged(base, { ...base, title: "b" }, "title")).toBe(true)

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Either, FastCheck as fc } from "effect"
 import { ValidationError } from "../../src/domain/Errors.js"
-import type { ProjectId } from "../../src/domain/Ids.js"
+import { ProjectId, TaskId, UserId } from "../../src/domain/Ids.js"
 import type { TaskRow } from "../../src/domain/Rows.js"
 import { isBarePeriodRule, parseRule } from "../../src/domain/Recurrence.js"
 import type { TaskCreate, TaskPatch } from "../../src/domain/Task.js"
@@ -254,7 +254,7 @@ describe("checkRules", () => {
 
 const NOW = new Date("2026-11-20T12:00:00.000Z")
 const NOW_ISO = NOW.toISOString()
-const CTX = { now: NOW, zone: "America/New_York", projectId: 7, userId: 3 }
+const CTX = { now: NOW, zone: "America/New_York", projectId: ProjectId.make(7), userId: UserId.make(3) }
 
 describe("newTaskRow", () => {
   it("fills in the defaults of a plain task", () => {
@@ -414,9 +414,9 @@ describe("newTaskRow", () => {
 
 /** A stored plain task due 2026-11-25 03:00 New York, with a deadline. */
 const stored = (overrides: Partial<TaskRow> = {}): TaskRow => ({
-  id: 11,
-  user_id: 3,
-  project_id: 7,
+  id: TaskId.make(11),
+  user_id: UserId.make(3),
+  project_id: ProjectId.make(7),
   title: "Buy milk",
   original_title: "Buy milk",
   done: false,
