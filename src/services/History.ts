@@ -1,22 +1,17 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
-import type { CompletionsQuery, DailyStats, StatsQuery } from "../domain/History.js"
+import type { CompletionsQuery, StatsQuery } from "../domain/History.js"
 import { addDays, localParts, parseCalendarDate } from "../domain/LocalTime.js"
 import { pageOf } from "../domain/QueryParams.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { PreferencesService } from "./PreferencesService.js"
 import { now as clockNow } from "./ServiceClock.js"
 import { completionJson } from "./WireSql.js"
+import { daysBetween, oneDay, sumOfDays } from "./DailyStatsTable.js"
 import type { UserId } from "../domain/Ids.js"
 
 const pad = (n: number, w = 2) => String(n).padStart(w, "0")
 const dateText = (d: { year: number; month: number; day: number }) => `${pad(d.year, 4)}-${pad(d.month)}-${pad(d.day)}`
-
-interface Totals {
-  completions: number
-  tasks_created: number
-  snoozes: number
-}
 
 /** Completion history and daily statistics, read-only. */
 export class History extends Effect.Service<History>()("steady/History", {
@@ -49,13 +44,7 @@ export class History extends Effect.Service<History>()("steady/History", {
           'count', count(*)::int))::text AS body FROM c`.pipe(Effect.map((rows) => rows[0]!.body), Effect.orDie)
     }
 
-    const totals = (userId: UserId, from: string | undefined, to: string | undefined) =>
-      sql<Totals>`
-        SELECT COALESCE(sum(completions), 0)::int AS completions, COALESCE(sum(tasks_created), 0)::int AS tasks_created,
-               COALESCE(sum(snoozes), 0)::int AS snoozes
-        FROM daily_stats WHERE user_id = ${userId}
-          ${from === undefined ? sql`` : sql`AND date >= ${from}::date`}
-          ${to === undefined ? sql`` : sql`AND date <= ${to}::date`}`.pipe(Effect.map((rows) => rows[0]!), Effect.orDie)
+    const totals = (userId: UserId, from: string | undefined, to: string | undefined) => sumOfDays(sql, userId, from, to)
 
     /**
      * Without a range: today, this week (the user's calendar week by week_start), this
@@ -71,10 +60,7 @@ export class History extends Effect.Service<History>()("steady/History", {
         const back = (p.weekday - weekStartDay + 7) % 7
         const weekStart = dateText(addDays(p.year, p.month, p.day, -back))
         const monthStart = `${pad(p.year, 4)}-${pad(p.month)}-01`
-        const [row] = yield* Effect.orDie(sql<{ id: number; completions: number; tasks_created: number; snoozes: number }>`
-          SELECT min(id) AS id, sum(completions)::int AS completions, sum(tasks_created)::int AS tasks_created,
-                 sum(snoozes)::int AS snoozes
-          FROM daily_stats WHERE user_id = ${user.id} AND date = ${today}::date`)
+        const row = yield* oneDay(sql, user.id, today)
         return {
           today: {
             id: row?.id ?? null,
@@ -91,14 +77,7 @@ export class History extends Effect.Service<History>()("steady/History", {
       })
 
     const range = (user: CurrentUserShape, start: string, end: string) =>
-      sql<typeof DailyStats.Encoded>`
-        SELECT min(id) AS id, user_id, to_char(date, 'YYYY-MM-DD') AS date, sum(completions)::int AS completions,
-               sum(tasks_created)::int AS tasks_created, sum(snoozes)::int AS snoozes
-        FROM daily_stats WHERE user_id = ${user.id} AND date >= ${start}::date AND date <= ${end}::date
-        GROUP BY user_id, date
-        -- A day whose counts were all taken back (done then undone) has no stats (spec §4.5).
-        HAVING sum(completions) <> 0 OR sum(tasks_created) <> 0 OR sum(snoozes) <> 0
-        ORDER BY date`.pipe(Effect.map((stats) => ({ stats })), Effect.orDie)
+      Effect.map(daysBetween(sql, user.id, start, end), (stats) => ({ stats }))
 
     const stats = (user: CurrentUserShape, query: StatsQuery) =>
       query.start !== undefined && query.end !== undefined ? range(user, query.start, query.end) : summary(user)

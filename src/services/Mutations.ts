@@ -15,6 +15,7 @@ import { changesInsert, entriesOf } from "./ChangeLog.js"
 import { WebhookWakeup } from "./WebhookWakeup.js"
 import { commitWithNextStatement } from "./PgGuard.js"
 import { commitHandover } from "./CommitHandover.js"
+import { addToDays } from "./DailyStatsTable.js"
 
 /**
  * What a mutation body writes through. Every row write goes through `insert`, `update`
@@ -580,15 +581,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
       }
       const days = [...input.stats].filter(([, s]) => s.completions !== 0 || s.tasks_created !== 0 || s.snoozes !== 0)
       if (days.length > 0) {
-        const rows = days.map(([date, s]) => ({ date, ...s }))
-        ctes.push(sql`stats AS (
-          INSERT INTO daily_stats (user_id, date, shard, completions, tasks_created, snoozes)
-          SELECT ${userId}, s.date, steady_stats_shard(), s.completions, s.tasks_created, s.snoozes
-          FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS s(date date, completions integer, tasks_created integer, snoozes integer)
-          ON CONFLICT (user_id, date, shard) DO UPDATE SET
-            completions = daily_stats.completions + EXCLUDED.completions,
-            tasks_created = daily_stats.tasks_created + EXCLUDED.tasks_created,
-            snoozes = daily_stats.snoozes + EXCLUDED.snoozes)`)
+        ctes.push(sql`stats AS (${addToDays(sql, days.map(([date, s]) => ({ user_id: userId, date, ...s })))})`)
       }
       if (feed.length > 0) {
         ctes.push(sql`feed AS (${

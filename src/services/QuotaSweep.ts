@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import { closingFrom, type EndedSchedule, endedSchedule } from "../domain/QuotaClosing.js"
 import { type CalendarColumns, calendarColumns, calendarFrom } from "./UserCalendar.js"
 import { hasRunningPeriod } from "./WireSql.js"
+import { addToDays } from "./DailyStatsTable.js"
 
 /**
  * The rollover sweep, set-based. A batch of quotas is claimed with `FOR UPDATE SKIP LOCKED`
@@ -180,13 +181,7 @@ export const closeBatch = (
         WHERE t.id = x.id`
     }
     if (stats.size > 0) {
-      // In key order, so two batches touching the same users' days never deadlock.
-      yield* sql`
-        INSERT INTO daily_stats (user_id, date, shard, completions, tasks_created, snoozes)
-        SELECT x.user_id, x.date, steady_stats_shard(), x.n, 0, 0
-        FROM jsonb_to_recordset(${JSON.stringify([...stats.values()])}::jsonb) AS x(user_id int, date date, n int)
-        ORDER BY x.user_id, x.date
-        ON CONFLICT (user_id, date, shard) DO UPDATE SET completions = daily_stats.completions + EXCLUDED.completions`
+      yield* addToDays(sql, [...stats.values()].map((s) => ({ user_id: s.user_id, date: s.date, completions: s.n, tasks_created: 0, snoozes: 0 })))
     }
     return { closed: periods.length, claimed: rows.length, cursor } satisfies BatchResult
   }).pipe(sql.withTransaction, Effect.orDie, Effect.withSpan("QuotaSweep.closeBatch"))
