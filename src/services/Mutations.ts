@@ -16,6 +16,7 @@ import { WebhookWakeup } from "./WebhookWakeup.js"
 import { commitWithNextStatement } from "./PgGuard.js"
 import { commitHandover } from "./CommitHandover.js"
 import { addToDays } from "./DailyStatsTable.js"
+import { entryWrites } from "./UndoLog.js"
 
 /**
  * What a mutation body writes through. Every row write goes through `insert`, `update`
@@ -543,13 +544,14 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
       const undoable = changes.length > 0 && options.undoable !== false
       if (undoable) {
         const tasksAffected = new Set(changes.filter((c) => c.table === "tasks").map((c) => c.id)).size
-        // A new action makes the undone ones unreachable: the redo stack is cleared.
-        ctes.push(sql`purge AS (DELETE FROM undo_entries WHERE user_id = ${userId} AND undone)`)
-        ctes.push(sql`undo AS (
-          INSERT INTO undo_entries (user_id, action, description, changes, tasks_affected, created_at)
-          VALUES (${userId}, ${options.action}, ${input.description || options.action}, (${withPending(JSON.stringify(changes))})::jsonb,
-                  ${tasksAffected}, ${at}::timestamptz)
-          RETURNING id)`)
+        ctes.push(...entryWrites(sql, {
+          userId,
+          action: options.action,
+          description: input.description || options.action,
+          changes: withPending(JSON.stringify(changes)),
+          tasksAffected,
+          at
+        }))
       }
       if (events.length > 0) {
         const rows = events.map((e, n) => ({

@@ -23,15 +23,8 @@ import {
 } from "./Tables.js"
 import { TaskQueries } from "./TaskQueries.js"
 import { hasRunningPeriod } from "./WireSql.js"
+import { dropEntriesBefore, dropEntriesBeyond, entryCounts, lockNextEntry, markUndone, recentEntries, tasksOfNextEntry, writersAfter } from "./UndoLog.js"
 import type { ProjectId, TaskId, UserId } from "../domain/Ids.js"
-
-interface EntryRow {
-  readonly id: number
-  readonly action: string
-  readonly description: string
-  readonly changes: ReadonlyArray<RowChange>
-  readonly tasks_affected: number
-}
 
 const LOST_ACCESS = "it touches a task, project or slot you can no longer see"
 const PROJECT_HIDDEN = "it would put a task in a project its owner cannot see"
@@ -60,12 +53,7 @@ export class UndoService extends Effect.Service<UndoService>()("steady/UndoServi
     const queries = yield* TaskQueries
     const quotas = yield* Quotas
 
-    const counts = (userId: UserId, sessionStartId: number | undefined) =>
-      sql<{ undoable: number; redoable: number; latest: number | null }>`
-        SELECT (count(*) FILTER (WHERE NOT undone ${sessionStartId === undefined ? sql`` : sql`AND id > ${sessionStartId}`}))::int AS undoable,
-               (count(*) FILTER (WHERE undone ${sessionStartId === undefined ? sql`` : sql`AND id > ${sessionStartId}`}))::int AS redoable,
-               max(id) AS latest
-        FROM undo_entries WHERE user_id = ${userId}`.pipe(Effect.map((rows) => rows[0]!), Effect.orDie)
+    const counts = (userId: UserId, sessionStartId: number | undefined) => entryCounts(sql, userId, sessionStartId)
 
     /** Whether the task is visible to the user now, by the task reads' definition; undefined when it is gone. */
     const taskVisible = (userId: UserId, taskId: number) =>
@@ -181,12 +169,7 @@ export class UndoService extends Effect.Service<UndoService>()("steady/UndoServi
         const ended = yield* Effect.orDie(sql<{ id: TaskId }>`
           SELECT t.id FROM tasks t
           WHERE ${hasRunningPeriod(sql)} AND t.progress_period_end <= ${now.toISOString()}::timestamptz
-            AND t.id IN (
-              SELECT (c->>'id')::int FROM undo_entries e, jsonb_array_elements(e.changes) c
-              WHERE e.id = (SELECT id FROM undo_entries WHERE user_id = ${user.id}
-                              AND ${direction === "undo" ? sql`NOT undone` : sql`undone`}
-                            ORDER BY id ${direction === "undo" ? sql`DESC` : sql`ASC`} LIMIT 1)
-                AND c->>'table' = 'tasks')
+            AND t.id IN ${tasksOfNextEntry(sql, user.id, direction)}
             AND ${queries.visible(user.id)}
           ORDER BY t.id`)
         for (const { id } of ended) yield* quotas.rollover(id)
@@ -195,13 +178,7 @@ export class UndoService extends Effect.Service<UndoService>()("steady/UndoServi
     const run = (user: CurrentUserShape, direction: Direction, sessionStartId: number | undefined) =>
       Effect.zipRight(settlePeriods(user, direction), mutations.run({ user, action: direction === "undo" ? "undo" : "redo", undoable: false }, (tx) =>
         Effect.gen(function*() {
-          const [entry] = yield* Effect.orDie(
-            direction === "undo"
-              ? sql<EntryRow>`SELECT id, action, description, changes, tasks_affected FROM undo_entries
-                  WHERE user_id = ${user.id} AND NOT undone ORDER BY id DESC LIMIT 1 FOR UPDATE`
-              : sql<EntryRow>`SELECT id, action, description, changes, tasks_affected FROM undo_entries
-                  WHERE user_id = ${user.id} AND undone ORDER BY id ASC LIMIT 1 FOR UPDATE`
-          )
+          const entry = yield* lockNextEntry(sql, user.id, direction)
           if (entry === undefined) {
             return yield* Effect.fail(ValidationError.of(direction === "undo" ? "Nothing to undo" : "Nothing to redo"))
           }
@@ -211,7 +188,7 @@ export class UndoService extends Effect.Service<UndoService>()("steady/UndoServi
             const task = yield* queries.wire(taskId)
             tx.emit({ event: "task.updated", taskId, data: { task: task as JsonValue, fields_changed: [...fields] } })
           }
-          yield* Effect.orDie(sql`UPDATE undo_entries SET undone = ${direction === "undo"} WHERE id = ${entry.id}`)
+          yield* markUndone(sql, entry.id, direction === "undo")
           tx.describe(`${direction === "undo" ? "Undid" : "Redid"}: ${entry.description}`)
           return entry
         }))).pipe(
@@ -234,19 +211,13 @@ export class UndoService extends Effect.Service<UndoService>()("steady/UndoServi
       }))
 
     const history = (user: CurrentUserShape, limit: number) =>
-      sql<{ id: number; action: string; description: string; created_at: string; undone: boolean }>`
-        SELECT id, action, description, steady_iso(created_at) AS created_at, undone FROM undo_entries
-        WHERE user_id = ${user.id} ORDER BY id DESC LIMIT ${limit}`.pipe(
-        Effect.map((history) => ({ history, count: history.length })),
-        Effect.orDie
-      )
+      Effect.map(recentEntries(sql, user.id, limit), (history) => ({ history, count: history.length }))
 
     /** Drops entries older than the retention window; returns how many went. */
     const purge = Effect.gen(function*() {
       const now = yield* clockNow
       const cutoff = new Date(now.getTime() - UNDO_RETENTION_DAYS * 86_400_000).toISOString()
-      const rows = yield* sql<{ id: number }>`DELETE FROM undo_entries WHERE created_at < ${cutoff}::timestamptz RETURNING id`
-      return rows.length
+      return yield* dropEntriesBefore(sql, cutoff)
     }).pipe(Effect.orDie)
 
     /**
@@ -256,19 +227,13 @@ export class UndoService extends Effect.Service<UndoService>()("steady/UndoServi
      */
     const trim = (afterId: number) =>
       Effect.gen(function*() {
-        const writers = yield* sql<{ user_id: number; latest: number }>`
-          SELECT user_id, max(id) AS latest FROM undo_entries WHERE id > ${afterId} GROUP BY user_id`
+        const writers = yield* writersAfter(sql, afterId)
         let trimmed = 0
         for (const { user_id } of writers) {
           for (;;) {
-            const rows = yield* sql<{ id: number }>`
-              DELETE FROM undo_entries WHERE id IN (
-                SELECT id FROM undo_entries WHERE user_id = ${user_id} AND id < (
-                  SELECT id FROM undo_entries WHERE user_id = ${user_id} ORDER BY id DESC OFFSET ${UNDO_DEPTH - 1} LIMIT 1)
-                ORDER BY id LIMIT ${TRIM_BATCH})
-              RETURNING id`
-            trimmed += rows.length
-            if (rows.length < TRIM_BATCH) break
+            const dropped = yield* dropEntriesBeyond(sql, user_id, UNDO_DEPTH, TRIM_BATCH)
+            trimmed += dropped
+            if (dropped < TRIM_BATCH) break
           }
         }
         const latest = writers.reduce((max, w) => Math.max(max, Number(w.latest)), afterId)
