@@ -5,8 +5,9 @@ import { Task } from "../domain/Task.js"
 import { Project } from "../domain/Project.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { now as clockNow } from "./ServiceClock.js"
-import { completionJson, projectJson } from "./WireSql.js"
+import { projectJson } from "./WireSql.js"
 import type { UserId } from "../domain/Ids.js"
+import { exportPage } from "./CompletionsTable.js"
 
 /** Rows are read in pages of this many, so an export never holds a whole table in memory. */
 export const EXPORT_PAGE = 1000
@@ -34,8 +35,7 @@ export class Exporter extends Effect.Service<Exporter>()("steady/Exporter", {
           return sql<{ id: number; json: string }>`SELECT p.id, ${projectJson(sql, now)}::text AS json
             FROM projects p WHERE p.owner_id = ${userId} AND p.id > ${after} ORDER BY p.id LIMIT ${EXPORT_PAGE}`
         case "completions":
-          return sql<{ id: number; json: string }>`SELECT c.id, ${completionJson(sql)}::text AS json
-            FROM completions c WHERE c.user_id = ${userId} AND c.id > ${after} ORDER BY c.id LIMIT ${EXPORT_PAGE}`
+          return exportPage(sql, userId, after, EXPORT_PAGE)
       }
     }
 

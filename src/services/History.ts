@@ -6,9 +6,9 @@ import { pageOf } from "../domain/QueryParams.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { PreferencesService } from "./PreferencesService.js"
 import { now as clockNow } from "./ServiceClock.js"
-import { completionJson } from "./WireSql.js"
 import { daysBetween, oneDay, sumOfDays } from "./DailyStatsTable.js"
 import type { UserId } from "../domain/Ids.js"
+import { completionsPage } from "./CompletionsTable.js"
 
 const pad = (n: number, w = 2) => String(n).padStart(w, "0")
 const dateText = (d: { year: number; month: number; day: number }) => `${pad(d.year, 4)}-${pad(d.month)}-${pad(d.day)}`
@@ -22,26 +22,16 @@ export class History extends Effect.Service<History>()("steady/History", {
     /** `{data: {completions, count}}`, newest first, as JSON text from the database. */
     const completionsJson = (user: CurrentUserShape, query: CompletionsQuery) => {
       const page = pageOf(query)
-      const filters = [sql`c.user_id = ${user.id}`]
-      if (query.task_id !== undefined) filters.push(sql`c.task_id = ${query.task_id}`)
+      const ranges: Array<readonly [string, string]> = []
       if (query.date !== undefined) {
         const d = parseCalendarDate(query.date)!
         const next = addDays(d.year, d.month, d.day, 1)
-        filters.push(sql`c.completed_at >= ${`${query.date}T00:00:00Z`}::timestamptz
-          AND c.completed_at < ${`${dateText(next)}T00:00:00Z`}::timestamptz`)
+        ranges.push([`${query.date}T00:00:00Z`, `${dateText(next)}T00:00:00Z`])
       }
       if (query.since !== undefined && query.until !== undefined) {
-        filters.push(sql`c.completed_at >= ${query.since.toISOString()}::timestamptz
-          AND c.completed_at < ${query.until.toISOString()}::timestamptz`)
+        ranges.push([query.since.toISOString(), query.until.toISOString()])
       }
-      return sql<{ body: string }>`
-        WITH c AS (
-          SELECT c.* FROM completions c WHERE ${sql.and(filters)}
-          ORDER BY c.completed_at DESC, c.id DESC LIMIT ${page.limit} OFFSET ${page.offset}
-        )
-        SELECT json_build_object('data', json_build_object(
-          'completions', COALESCE(json_agg(${completionJson(sql)} ORDER BY c.completed_at DESC, c.id DESC), '[]'::json),
-          'count', count(*)::int))::text AS body FROM c`.pipe(Effect.map((rows) => rows[0]!.body), Effect.orDie)
+      return completionsPage(sql, { userId: user.id, taskId: query.task_id, ranges }, page)
     }
 
     const totals = (userId: UserId, from: string | undefined, to: string | undefined) => sumOfDays(sql, userId, from, to)

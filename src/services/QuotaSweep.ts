@@ -4,6 +4,7 @@ import { closingFrom, type EndedSchedule, endedSchedule } from "../domain/QuotaC
 import { type CalendarColumns, calendarColumns, calendarFrom } from "./UserCalendar.js"
 import { hasRunningPeriod } from "./WireSql.js"
 import { addToDays } from "./DailyStatsTable.js"
+import { insertSwept, type SweptCompletion } from "./CompletionsTable.js"
 
 /**
  * The rollover sweep, set-based. A batch of quotas is claimed with `FOR UPDATE SKIP LOCKED`
@@ -89,7 +90,7 @@ export const closeBatch = (
     const cursor = last === undefined ? after : { end: last.end_key, id: last.id }
 
     const periods: Array<unknown> = []
-    const completions: Array<unknown> = []
+    const completions: Array<SweptCompletion> = []
     const updates: Array<unknown> = []
     const stats = new Map<string, { user_id: number; date: string; n: number }>()
     // Quotas sharing a rule, a period and a calendar share their schedule: at one local
@@ -157,13 +158,7 @@ export const closeBatch = (
           AS x(task_id int, user_id int, period_start timestamptz, period_end timestamptz, count int, target int, met boolean)`
     }
     if (completions.length > 0) {
-      yield* sql`
-        INSERT INTO completions (task_id, user_id, completed_at, due_at_was, due_at_next, task_title, project_id,
-                                 is_reminder, is_tracked, progress_target)
-        SELECT x.task_id, x.user_id, x.completed_at, NULL, NULL, x.task_title, x.project_id, false, x.is_tracked, x.progress_target
-        FROM jsonb_to_recordset(${JSON.stringify(completions)}::jsonb)
-          AS x(task_id int, user_id int, completed_at timestamptz, task_title text, project_id int, is_tracked boolean,
-               progress_target int)`
+      yield* insertSwept(sql, completions)
     }
     if (updates.length > 0) {
       yield* sql`

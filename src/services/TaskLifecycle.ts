@@ -4,7 +4,7 @@ import { ValidationError } from "../domain/Errors.js"
 import type { JsonValue } from "../domain/Json.js"
 import type { CompletionRow, TaskRow, Writes } from "../domain/Rows.js"
 import { isQuota } from "../domain/TaskRules.js"
-import { type LastCompletion, planDone, planSkip, planSnooze, planUndone } from "../domain/Lifecycle.js"
+import { planDone, planSkip, planSnooze, planUndone } from "../domain/Lifecycle.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { insertion, Mutations, type Tx } from "./Mutations.js"
 import type { PeriodSettings } from "../domain/QuotaPeriods.js"
@@ -13,6 +13,7 @@ import { CompletionsTable, TasksTable } from "./Tables.js"
 import { TaskQueries } from "./TaskQueries.js"
 import { UserCalendar } from "./UserCalendar.js"
 import type { TaskId } from "../domain/Ids.js"
+import { latestCompletions } from "./CompletionsTable.js"
 
 const quoted = (title: string) => `'${title}'`
 
@@ -30,11 +31,7 @@ export class TaskLifecycle extends Effect.Service<TaskLifecycle>()("steady/TaskL
     const quotas = yield* Quotas
     const calendars = yield* UserCalendar
 
-    const completions = (taskId: number) =>
-      sql<LastCompletion>`
-        SELECT id, steady_iso(completed_at) AS completed_at, steady_iso(due_at_was) AS due_at_was,
-               steady_iso(due_at_next) AS due_at_next
-        FROM completions WHERE task_id = ${taskId} ORDER BY completed_at DESC, id DESC LIMIT 2`.pipe(Effect.orDie)
+    const completions = (taskId: TaskId) => latestCompletions(sql, taskId, 2)
 
     const completionRow = (
       tx: Tx,
