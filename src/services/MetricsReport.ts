@@ -7,6 +7,7 @@ import { poolStatsOf } from "./PoolStats.js"
 import { RequestMetrics } from "./RequestMetrics.js"
 import { now as clockNow } from "./ServiceClock.js"
 import { hasRunningPeriod } from "./WireSql.js"
+import { backlogCounts } from "./WebhookDeliveries.js"
 
 interface Backlog {
   readonly webhook_backlog: number
@@ -26,13 +27,12 @@ const gauge = (name: string, help: string, value: number, labels = "") =>
 const readBacklog = (sql: SqlClient.SqlClient, now: Date) => {
   const hourAgo = new Date(now.getTime() - 3_600_000).toISOString()
   const dayAgo = new Date(now.getTime() - 86_400_000).toISOString()
+  const webhooks = backlogCounts(sql, hourAgo, dayAgo)
   return sql<Backlog>`
     SELECT
-      (SELECT count(*)::int FROM webhook_deliveries WHERE status = 'pending') AS webhook_backlog,
-      (SELECT count(*)::int FROM webhook_attempts WHERE created_at > ${hourAgo}::timestamptz AND NOT success)
-        AS webhook_failed_attempts,
-      (SELECT count(*)::int FROM webhook_deliveries
-        WHERE status <> 'pending' AND finished_at > ${dayAgo}::timestamptz AND status = 'failed') AS webhook_failed_deliveries,
+      ${webhooks.pending} AS webhook_backlog,
+      ${webhooks.failedAttempts} AS webhook_failed_attempts,
+      ${webhooks.failedDeliveries} AS webhook_failed_deliveries,
       (SELECT count(*)::int FROM tasks WHERE enrichment_status = 'pending') AS enrichment_queue,
       COALESCE((SELECT EXTRACT(EPOCH FROM (${now.toISOString()}::timestamptz - min(progress_period_end)))::float8
         FROM tasks WHERE ${hasRunningPeriod(sql, "")}

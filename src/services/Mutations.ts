@@ -9,7 +9,7 @@ import type { CurrentUserShape } from "./CurrentUser.js"
 import { now as clockNow } from "./ServiceClock.js"
 import type { Writes } from "../domain/Rows.js"
 import { decodeRow, fieldOf, kindOf, normalizeRow, normalizeValue, rowJson, rowJsonSql, sqlCast, sqlParam, type TableRow, type TableSpec } from "./Tables.js"
-import { deliveryWrites } from "./Webhooks.js"
+import { deliveryWrites, outboxWrites } from "./WebhookDeliveries.js"
 import { ChangeWakeup } from "./ChangeWakeup.js"
 import { changesInsert, entriesOf } from "./ChangeLog.js"
 import { WebhookWakeup } from "./WebhookWakeup.js"
@@ -576,10 +576,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
               FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
                 AS e(n integer, event text, task_id integer, payload text, body text))`
         )
-        ctes.push(sql`outbox AS (
-          INSERT INTO outbox_events (user_id, event, task_id, payload, occurred_at)
-          SELECT ${userId}, e.event, e.task_id, e.payload, ${at}::timestamptz FROM events e ORDER BY e.n)`)
-        ctes.push(deliveryWrites(sql, userId, at))
+        ctes.push(outboxWrites(sql, userId, at), deliveryWrites(sql, userId, at))
       }
       const days = [...input.stats].filter(([, s]) => s.completions !== 0 || s.tasks_created !== 0 || s.snoozes !== 0)
       if (days.length > 0) {

@@ -2,6 +2,8 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { Duration, Effect } from "effect"
 import { now as clockNow } from "./ServiceClock.js"
 import type { AttemptResult } from "./WebhookSender.js"
+import type { UserId, WebhookId } from "../domain/Ids.js"
+import type { DeliveryLog } from "../domain/Webhook.js"
 
 /**
  * A claimed delivery is leased for longer than all its remaining attempts can take
@@ -35,9 +37,59 @@ export interface DeliveryTarget {
 }
 
 /**
- * The webhook outbox, its deliveries and the attempts log: every statement on those tables
- * the dispatcher and the purges make. (The deliveries themselves are written by the
- * mutation pipeline's commit statement, `deliveryWrites`.)
+ * Deliveries waiting per webhook. A receiver that is down while its user keeps working
+ * would otherwise grow the outbox without end; past this the oldest waiting ones are
+ * dropped (status `dropped`, never sent), the newest kept.
+ */
+export const MAX_PENDING_PER_WEBHOOK = 1000
+
+/**
+ * The CTE of the mutation pipeline's commit statement that turns its events (a CTE `events`
+ * with `n`, `event` and the frozen `body`) into one delivery per matching active webhook,
+ * and drops what the user's webhooks then have waiting beyond the cap; `delivered.n` is the
+ * number of rows written (none: no row). The new deliveries are the newest, so they are kept
+ * first: only past the cap within one statement are some of them written as dropped.
+ * Deliveries in flight (leased) count but are left alone. The ranking reads only the index,
+ * so a full backlog costs a walk over index entries, not rows.
+ *
+ * The writes are `steady_deliver` (migration 0024), called only when the user has an active
+ * webhook: as CTEs they cost every write about a tenth of its database time, webhooks or not.
+ */
+export const deliveryWrites = (sql: SqlClient.SqlClient, userId: UserId, at: string) =>
+  sql`delivered AS (
+      SELECT steady_deliver(${userId}, ${at}::timestamptz,
+        (SELECT jsonb_agg(jsonb_build_object('n', e.n, 'event', e.event, 'body', e.body)) FROM events e),
+        ${MAX_PENDING_PER_WEBHOOK}) AS n
+      WHERE EXISTS (SELECT 1 FROM webhooks w WHERE w.user_id = ${userId} AND w.active))`
+
+/**
+ * The CTE of the commit statement that keeps the events (a CTE `events` with `n`, `event`,
+ * `task_id` and `payload`) in the outbox, in order.
+ */
+export const outboxWrites = (sql: SqlClient.SqlClient, userId: UserId, at: string) =>
+  sql`outbox AS (
+          INSERT INTO outbox_events (user_id, event, task_id, payload, occurred_at)
+          SELECT ${userId}, e.event, e.task_id, e.payload, ${at}::timestamptz FROM events e ORDER BY e.n)`
+
+/** A webhook's newest attempts, newest first by time (concurrent deliveries may insert out of clock order). */
+export const attemptLog = (sql: SqlClient.SqlClient, webhookId: WebhookId, limit: number) =>
+  sql<typeof DeliveryLog.Encoded>`
+    SELECT id::int AS id, webhook_id, delivery_id, event, payload, status_code, error, attempt, success, duration_ms,
+           steady_iso(created_at) AS created_at
+    FROM webhook_attempts WHERE webhook_id = ${webhookId} ORDER BY created_at DESC, id DESC LIMIT ${limit}`.pipe(Effect.orDie)
+
+/** The metrics' counts, as scalar subqueries for one scrape statement; each follows an index. */
+export const backlogCounts = (sql: SqlClient.SqlClient, hourAgo: string, dayAgo: string) => ({
+  pending: sql`(SELECT count(*)::int FROM webhook_deliveries WHERE status = 'pending')`,
+  failedAttempts: sql`(SELECT count(*)::int FROM webhook_attempts WHERE created_at > ${hourAgo}::timestamptz AND NOT success)`,
+  failedDeliveries: sql`(SELECT count(*)::int FROM webhook_deliveries
+        WHERE status <> 'pending' AND finished_at > ${dayAgo}::timestamptz AND status = 'failed')`
+})
+
+/**
+ * The webhook outbox, its deliveries and the attempts log: every statement on those tables.
+ * The commit statement writes the outbox rows and the deliveries (`outboxWrites`,
+ * `deliveryWrites`); the dispatcher and the purges use the service below.
  */
 export class WebhookDeliveries extends Effect.Service<WebhookDeliveries>()("steady/WebhookDeliveries", {
   effect: Effect.gen(function*() {

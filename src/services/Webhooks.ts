@@ -2,40 +2,16 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import * as Net from "node:net"
 import { Conflict, NotFound, ValidationError } from "../domain/Errors.js"
-import type { DeliveryLog, Webhook } from "../domain/Webhook.js"
+import type { Webhook } from "../domain/Webhook.js"
 import { AppConfig } from "./AppConfig.js"
 import { generateSecret } from "./Credentials.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { now as clockNow } from "./ServiceClock.js"
 import { refusedAddress } from "./WebhookNetwork.js"
-import type { UserId, WebhookId } from "../domain/Ids.js"
+import type { WebhookId } from "../domain/Ids.js"
+import { attemptLog } from "./WebhookDeliveries.js"
 
 export const MAX_WEBHOOKS_PER_USER = 20
-/**
- * Deliveries waiting per webhook. A receiver that is down while its user keeps working
- * would otherwise grow the outbox without end; past this the oldest waiting ones are
- * dropped (status `dropped`, never sent), the newest kept.
- */
-export const MAX_PENDING_PER_WEBHOOK = 1000
-
-/**
- * The CTE of the mutation pipeline's commit statement that turns its events (a CTE `events`
- * with `n`, `event` and the frozen `body`) into one delivery per matching active webhook,
- * and drops what the user's webhooks then have waiting beyond the cap; `delivered.n` is the
- * number of rows written (none: no row). The new deliveries are the newest, so they are kept
- * first: only past the cap within one statement are some of them written as dropped.
- * Deliveries in flight (leased) count but are left alone. The ranking reads only the index,
- * so a full backlog costs a walk over index entries, not rows.
- *
- * The writes are `steady_deliver` (migration 0024), called only when the user has an active
- * webhook: as CTEs they cost every write about a tenth of its database time, webhooks or not.
- */
-export const deliveryWrites = (sql: SqlClient.SqlClient, userId: UserId, at: string) =>
-  sql`delivered AS (
-      SELECT steady_deliver(${userId}, ${at}::timestamptz,
-        (SELECT jsonb_agg(jsonb_build_object('n', e.n, 'event', e.event, 'body', e.body)) FROM events e),
-        ${MAX_PENDING_PER_WEBHOOK}) AS n
-      WHERE EXISTS (SELECT 1 FROM webhooks w WHERE w.user_id = ${userId} AND w.active))`
 
 const webhookJson = (sql: SqlClient.SqlClient) =>
   sql`json_build_object('id', w.id, 'user_id', w.user_id, 'url', w.url, 'events', w.events, 'active', w.active,
@@ -118,11 +94,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("steady/Webhooks", {
     const deliveries = (user: CurrentUserShape, id: WebhookId) =>
       Effect.gen(function*() {
         yield* read(user, id)
-        const rows = yield* Effect.orDie(sql<typeof DeliveryLog.Encoded>`
-          SELECT id::int AS id, webhook_id, delivery_id, event, payload, status_code, error, attempt, success, duration_ms,
-                 steady_iso(created_at) AS created_at
-          FROM webhook_attempts WHERE webhook_id = ${id} ORDER BY created_at DESC, id DESC LIMIT 50`)
-        return { deliveries: rows }
+        return { deliveries: yield* attemptLog(sql, id, 50) }
       })
 
     return { create, list, update, remove, deliveries } as const
