@@ -4,7 +4,7 @@ import { Readable } from "node:stream"
 import { compare, encodeCursor, max, type Position } from "../domain/ChangeCursor.js"
 import { ChangeFeed, changeJson, concerns, type FeedRow, positionOfRow } from "./ChangeFeed.js"
 import { CHANGES_CHANNEL } from "./ChangeLog.js"
-import { canListen, ChangeWakeup } from "./ChangeWakeup.js"
+import { ChangeWakeup, listenOf } from "./ChangeWakeup.js"
 import { logFailure } from "./DatabaseFailures.js"
 import type { UserId } from "../domain/Ids.js"
 
@@ -194,10 +194,10 @@ export class ChangeHub extends Effect.Service<ChangeHub>()("steady/ChangeHub", {
     yield* Effect.forkScoped(Effect.forever(streaming.await.pipe(Effect.zipRight(heartbeats), Effect.zipRight(Effect.sleep("1 second")))))
 
     // Other instances' commits arrive by NOTIFY on PostgreSQL; the embedded database has one process.
-    if (canListen(sql)) {
-      const listen = (sql as SqlClient.SqlClient & { listen: (channel: string) => Stream.Stream<string, unknown> }).listen
+    const listen = listenOf(sql)
+    if (listen !== undefined) {
       yield* Effect.forkScoped(
-        listen.call(sql, CHANGES_CHANNEL).pipe(
+        listen(CHANGES_CHANNEL).pipe(
           Stream.runForEach(() => wakeup.heard),
           Effect.catchAllCause((cause) => logFailure("LISTEN for changes failed; polling", cause, "warning")),
           Effect.repeat(Schedule.spaced("5 seconds"))

@@ -1,5 +1,5 @@
 import * as SqlClient from "@effect/sql/SqlClient"
-import { Effect, Queue } from "effect"
+import { Effect, Queue, type Stream } from "effect"
 import { afterCommit } from "./AfterCommit.js"
 import { CHANGES_CHANNEL } from "./ChangeLog.js"
 import { logFailure } from "./DatabaseFailures.js"
@@ -10,9 +10,14 @@ import { logFailure } from "./DatabaseFailures.js"
  */
 export const NOTIFY_SPACING_MS = 10
 
-/** Whether other instances can share this database (a server, whose client can LISTEN). */
-export const canListen = (sql: SqlClient.SqlClient): boolean =>
-  typeof (sql as SqlClient.SqlClient & { readonly listen?: unknown }).listen === "function"
+/**
+ * The client's LISTEN, when other instances can share this database (a server's client has
+ * one; the embedded database is one process's).
+ */
+export const listenOf = (sql: SqlClient.SqlClient): ((channel: string) => Stream.Stream<string, unknown>) | undefined => {
+  const listen = (sql as SqlClient.SqlClient & { readonly listen?: (channel: string) => Stream.Stream<string, unknown> }).listen
+  return typeof listen === "function" ? (channel) => listen.call(sql, channel) : undefined
+}
 
 /**
  * Wakes the change hubs right after a transaction that wrote feed entries commits: this
@@ -31,20 +36,20 @@ export class ChangeWakeup extends Effect.Service<ChangeWakeup>()("steady/ChangeW
   scoped: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const local = yield* Queue.sliding<void>(1)
-    const shared = canListen(sql)
-    const others = yield* Queue.sliding<void>(1)
-    if (shared) {
+    let wake = Queue.offer(local, undefined)
+    if (listenOf(sql) !== undefined) {
+      const others = yield* Queue.sliding<void>(1)
       const notify = sql`SELECT pg_notify(${CHANGES_CHANNEL}, '1')`.pipe(
         Effect.catchAllCause((cause) => logFailure("NOTIFY of changes failed; other instances poll", cause, "warning"))
       )
       yield* Effect.forkScoped(
         Effect.forever(Queue.take(others).pipe(Effect.zipRight(notify), Effect.zipRight(Effect.sleep(NOTIFY_SPACING_MS))))
       )
+      wake = Effect.zipRight(wake, Queue.offer(others, undefined))
     }
-    const wakeBoth = Effect.zipRight(Queue.offer(local, undefined), Queue.offer(others, undefined))
     return {
       // Held until an enclosing request-wide transaction commits (see AfterCommit).
-      wake: afterCommit((shared ? wakeBoth : Queue.offer(local, undefined)).pipe(Effect.asVoid)),
+      wake: afterCommit(Effect.asVoid(wake)),
       /** Another instance's NOTIFY: this hub reads; passing it on would echo it back for ever. */
       heard: Queue.offer(local, undefined).pipe(Effect.asVoid),
       /** Waits for a wake-up or until `timeout` passes, whichever comes first. */

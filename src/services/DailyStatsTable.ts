@@ -52,7 +52,7 @@ export const oneDay = (sql: SqlClient.SqlClient, userId: UserId, date: string) =
   sql<{ readonly [K in "id" | keyof DayCounts]: number | null }>`
     SELECT min(id) AS id, sum(completions)::int AS completions, sum(tasks_created)::int AS tasks_created,
            sum(snoozes)::int AS snoozes
-    FROM daily_stats WHERE user_id = ${userId} AND date = ${date}::date`.pipe(Effect.map((rows) => rows[0]), Effect.orDie)
+    FROM daily_stats WHERE user_id = ${userId} AND date = ${date}::date`.pipe(Effect.map((rows) => rows[0]!), Effect.orDie)
 
 /** Each day from `start` to `end` that has counts, in date order. */
 export const daysBetween = (sql: SqlClient.SqlClient, userId: UserId, start: string, end: string) =>

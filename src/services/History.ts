@@ -53,12 +53,12 @@ export class History extends Effect.Service<History>()("steady/History", {
         const row = yield* oneDay(sql, user.id, today)
         return {
           today: {
-            id: row?.id ?? null,
+            id: row.id,
             user_id: user.id,
             date: today,
-            completions: row?.completions ?? 0,
-            tasks_created: row?.tasks_created ?? 0,
-            snoozes: row?.snoozes ?? 0
+            completions: row.completions ?? 0,
+            tasks_created: row.tasks_created ?? 0,
+            snoozes: row.snoozes ?? 0
           },
           week: yield* totals(user.id, weekStart, today),
           month: yield* totals(user.id, monthStart, today),

@@ -92,7 +92,7 @@ export const closeBatch = (
     const periods: Array<unknown> = []
     const completions: Array<SweptCompletion> = []
     const updates: Array<unknown> = []
-    const stats = new Map<string, { user_id: number; date: string; n: number }>()
+    const stats = new Map<string, { user_id: number; date: string; completions: number; tasks_created: 0; snoozes: 0 }>()
     // Quotas sharing a rule, a period and a calendar share their schedule: at one local
     // midnight that is nearly all of them.
     const schedules = new Map<string, EndedSchedule | undefined>()
@@ -136,8 +136,8 @@ export const closeBatch = (
           progress_target: row.progress_target
         })
         const key = `${row.user_id} ${statsDate}`
-        const stat = stats.get(key) ?? { user_id: row.user_id, date: statsDate, n: 0 }
-        stat.n++
+        const stat = stats.get(key) ?? { user_id: row.user_id, date: statsDate, completions: 0, tasks_created: 0, snoozes: 0 }
+        stat.completions++
         stats.set(key, stat)
       }
       updates.push({
@@ -176,7 +176,7 @@ export const closeBatch = (
         WHERE t.id = x.id`
     }
     if (stats.size > 0) {
-      yield* addToDays(sql, [...stats.values()].map((s) => ({ user_id: s.user_id, date: s.date, completions: s.n, tasks_created: 0, snoozes: 0 })))
+      yield* addToDays(sql, [...stats.values()])
     }
     return { closed: periods.length, claimed: rows.length, cursor } satisfies BatchResult
   }).pipe(sql.withTransaction, Effect.orDie, Effect.withSpan("QuotaSweep.closeBatch"))

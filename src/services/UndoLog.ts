@@ -52,16 +52,15 @@ export const entryCounts = (sql: SqlClient.SqlClient, userId: UserId, sessionSta
     FROM undo_entries WHERE user_id = ${userId}`.pipe(Effect.map((rows) => rows[0]!), Effect.orDie)
 }
 
-/** The id of the entry the next undo (or redo) takes, as a scalar subquery. */
-const nextEntryId = (sql: SqlClient.SqlClient, userId: UserId, direction: Direction) =>
-  sql`(SELECT id FROM undo_entries WHERE user_id = ${userId}
-         AND ${direction === "undo" ? sql`NOT undone` : sql`undone`}
-       ORDER BY id ${direction === "undo" ? sql`DESC` : sql`ASC`} LIMIT 1)`
+/** Picks the entry the next undo (or redo) takes: the newest not undone, or the oldest undone. */
+const nextEntry = (sql: SqlClient.SqlClient, userId: UserId, direction: Direction) =>
+  sql`WHERE user_id = ${userId} AND ${direction === "undo" ? sql`NOT undone` : sql`undone`}
+      ORDER BY id ${direction === "undo" ? sql`DESC` : sql`ASC`} LIMIT 1`
 
 /** The ids of the tasks the next undo (or redo) touches, as a subquery. */
 export const tasksOfNextEntry = (sql: SqlClient.SqlClient, userId: UserId, direction: Direction) =>
   sql`(SELECT (c->>'id')::int FROM undo_entries e, jsonb_array_elements(e.changes) c
-       WHERE e.id = ${nextEntryId(sql, userId, direction)} AND c->>'table' = 'tasks')`
+       WHERE e.id = (SELECT id FROM undo_entries ${nextEntry(sql, userId, direction)}) AND c->>'table' = 'tasks')`
 
 /**
  * The entry the next undo (or redo) takes, locked. The condition is in the locking statement
@@ -69,11 +68,8 @@ export const tasksOfNextEntry = (sql: SqlClient.SqlClient, userId: UserId, direc
  * failing the recheck, so it is not taken twice.
  */
 export const lockNextEntry = (sql: SqlClient.SqlClient, userId: UserId, direction: Direction) =>
-  (direction === "undo"
-    ? sql<UndoEntry>`SELECT id, action, description, changes, tasks_affected FROM undo_entries
-        WHERE user_id = ${userId} AND NOT undone ORDER BY id DESC LIMIT 1 FOR UPDATE`
-    : sql<UndoEntry>`SELECT id, action, description, changes, tasks_affected FROM undo_entries
-        WHERE user_id = ${userId} AND undone ORDER BY id ASC LIMIT 1 FOR UPDATE`).pipe(Effect.map((rows) => rows[0]), Effect.orDie)
+  sql<UndoEntry>`SELECT id, action, description, changes, tasks_affected FROM undo_entries
+    ${nextEntry(sql, userId, direction)} FOR UPDATE`.pipe(Effect.map((rows) => rows[0]), Effect.orDie)
 
 export const markUndone = (sql: SqlClient.SqlClient, id: number, undone: boolean) =>
   sql`UPDATE undo_entries SET undone = ${undone} WHERE id = ${id}`.pipe(Effect.asVoid, Effect.orDie)
