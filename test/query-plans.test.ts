@@ -56,6 +56,8 @@ interface Explained {
   readonly sql: string
   readonly seqScans: ReadonlyArray<string>
   readonly examined: number
+  /** The indexes the plan reads `tasks` through. */
+  readonly tasksIndexes: ReadonlyArray<string>
   /** The scans of the plan, for a readable failure. */
   readonly scans: string
 }
@@ -148,6 +150,8 @@ describe(`query plans without statistics (${databaseKind()})`, () => {
           sql: text,
           seqScans: nodes(plan).filter((n) => n["Node Type"] === "Seq Scan").map((n) => n["Relation Name"] ?? "?"),
           examined: tasksExamined(plan),
+          tasksIndexes: nodes(plan).filter((n) => n["Relation Name"] === "tasks" && n["Index Name"] !== undefined)
+            .map((n) => n["Index Name"]!),
           scans: nodes(plan).filter((n) => n["Relation Name"] !== undefined || n["Index Name"] !== undefined)
             .map((n) => `${n["Node Type"]} ${n["Relation Name"] ?? ""} ${n["Index Name"] ?? ""} rows=${n["Actual Rows"]} removed=${n["Rows Removed by Filter"] ?? 0} loops=${n["Actual Loops"]}`)
             .join("; ")
@@ -232,6 +236,23 @@ describe(`query plans without statistics (${databaseKind()})`, () => {
     await check("get shared", Effect.flatMap(TaskQueries, (t) => t.getJson(small, sharedTask)), 2)
     await allReads("shared", SHARED_TASKS)
   }, 120_000)
+
+  it("counts read the caller's open tasks only, through an index the user leads", async () => {
+    // A Filter on user_id inside an index scan hides the other users' entries it walks from
+    // the row counts above: the index's leading column shows it.
+    const leading = async (index: string) =>
+      (await query(service, (sql) =>
+        sql<{ column: string }>`SELECT a.attname AS column FROM pg_index i
+          JOIN pg_class c ON c.oid = i.indexrelid
+          JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+          WHERE c.relname = ${index}`))[0]?.column
+    for (const who of [big, small]) {
+      const explained = await explain(Effect.flatMap(TaskQueries, (t) => t.countsAt(who, NOW)))
+      const indexes = explained.flatMap((e) => e.tasksIndexes)
+      expect(indexes.length, explained.map((e) => e.scans).join(" | ")).toBeGreaterThan(0)
+      for (const index of indexes) expect(`${index}: ${await leading(index)}`).toBe(`${index}: user_id`)
+    }
+  }, 60_000)
 
   it("the database really was never analyzed", async () => {
     const rows = await query(service, (sql) =>

@@ -160,12 +160,15 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
     const countsAt = (user: CurrentUserShape, now: Date) => {
       const dayStart = startOfLocalDay(now, user.timezone).toISOString()
       const dayEnd = startOfNextLocalDay(now, user.timezone).toISOString()
+      // The caller's open tasks in due order: the one plan that needs no sort is the user's
+      // range of tasks_open_by_due. Unordered, a never-analyzed database ties every open-task
+      // index at "empty" and may count through tasks_open_by_project, whose user_id is not
+      // leading: a walk of every user's open tasks (issue 17).
       return sql<{ total: number; overdue: number; today: number }>`
         SELECT count(*)::int AS total,
                (count(*) FILTER (WHERE ${overdue(user.id, now)}))::int AS overdue,
                (count(*) FILTER (WHERE t.due_at >= ${dayStart}::timestamptz AND t.due_at < ${dayEnd}::timestamptz))::int AS today
-        FROM tasks t
-        WHERE t.user_id = ${user.id} AND ${isOpen(sql)}`.pipe(
+        FROM (SELECT * FROM tasks t WHERE t.user_id = ${user.id} AND ${isOpen(sql)} ORDER BY t.due_at) t`.pipe(
         Effect.map((rows) => rows[0]!),
         Effect.orDie
       )
