@@ -41,11 +41,14 @@ export class Triage extends Effect.Service<Triage>()("steady/Triage", {
         const [inbox] = yield* Effect.orDie(sql<{ tasks: string }>`
           SELECT ${wireArray(sql, "t.wire_text", "t.created_at, t.id")} AS tasks FROM tasks t
           WHERE ${own(user.id)} AND t.project_id = ${inboxId}`)
+        // In due order only so that the one plan without a sort is the user's range of
+        // tasks_open_by_due: a never-analyzed database may otherwise walk every user's open
+        // tasks through tasks_open_by_project. Both lists are sorted below, ties by id.
         const candidates = yield* Effect.orDie(sql<TriageTask>`
           SELECT t.id, t.horizon, steady_iso(t.horizon_set_at) AS horizon_set_at, steady_iso(t.created_at) AS created_at,
                  steady_iso(t.target_at) AS target_at, t.target_auto, steady_iso(t.segment_targeted_at) AS segment_targeted_at,
                  steady_iso(t.deadline_at) AS deadline_at, t.priority
-          FROM tasks t WHERE ${own(user.id)} AND t.rrule IS NULL ORDER BY t.id`)
+          FROM tasks t WHERE ${own(user.id)} AND t.rrule IS NULL ORDER BY t.due_at, t.id`)
         const growth = candidates.flatMap((t) => {
           const item = growthItem(t, now)
           return item === undefined ? [] : [item]
