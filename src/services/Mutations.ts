@@ -1,6 +1,5 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { Fragment } from "@effect/sql/Statement"
-import * as Crypto from "node:crypto"
 import { Effect, FiberRef, Option } from "effect"
 import type { ActionName, DomainEvent, RowChange, StatName } from "../domain/Changes.js"
 import { type JsonValue, type Row, sameValue } from "../domain/Json.js"
@@ -9,14 +8,13 @@ import type { CurrentUserShape } from "./CurrentUser.js"
 import { now as clockNow } from "./ServiceClock.js"
 import type { Writes } from "../domain/Rows.js"
 import { decodeRow, fieldOf, kindOf, normalizeRow, normalizeValue, rowJson, rowJsonSql, sqlCast, sqlParam, type TableRow, type TableSpec } from "./Tables.js"
-import { deliveryWrites, outboxWrites } from "./WebhookDeliveries.js"
 import { ChangeWakeup } from "./ChangeWakeup.js"
-import { changesInsert, entriesOf } from "./ChangeLog.js"
+import { entriesOf } from "./ChangeLog.js"
 import { WebhookWakeup } from "./WebhookWakeup.js"
 import { commitWithNextStatement } from "./PgGuard.js"
 import { commitHandover } from "./CommitHandover.js"
-import { addToDays } from "./DailyStatsTable.js"
-import { entryWrites } from "./UndoLog.js"
+import { commitStatement, type Deferred } from "./CommitStatement.js"
+import { PENDING_ID, PENDING_ROW_KEY, resolvePending, STAND_IN_ID, standInWire } from "./CommitStandIns.js"
 
 /**
  * What a mutation body writes through. Every row write goes through `insert`, `update`
@@ -166,73 +164,25 @@ const updateChange = (
   return { op: "update", table: table.name, id, before, after, guard }
 }
 
-/**
- * Stand-ins for what only the commit statement knows: the wire JSON of its deferred row
- * (`updateAtCommit`) and the id of the row it inserts with it. The key holds a per-process
- * random part, and JSON.stringify escapes quotes inside strings, so user text can never
- * contain the stand-in's serialized form.
- */
-const NONCE = Crypto.randomBytes(8).toString("hex")
-const PENDING_WIRE_KEY = `@@steady-pending-wire-${NONCE}`
-const PENDING_WIRE_JSON = JSON.stringify({ [PENDING_WIRE_KEY]: true })
-/** How a stand-in key shows in a JSON text that spread it into an object (`{…, "key":true, …}`). */
-const memberOf = (key: string) => JSON.stringify({ [key]: true }).slice(1, -1)
-const PENDING_WIRE_MEMBER = memberOf(PENDING_WIRE_KEY)
-const PENDING_ROW_KEY = `@@steady-pending-row-${NONCE}`
-const PENDING_ROW_MEMBER = memberOf(PENDING_ROW_KEY)
-const PENDING_ID = `@@steady-pending-id-${NONCE}`
-const PENDING_ID_JSON = JSON.stringify(PENDING_ID)
-/**
- * The stand-in where a row id is typed: only serialized (undo entry, events, feed) before the
- * commit statement replaces it, never compared or sent as a parameter.
- */
-const STAND_IN_ID = PENDING_ID as unknown as number
-/** The stand-in where a row's wire JSON is typed: only spread into the body's result or put in events' data. */
-const standInWire = <W>(): W => ({ [PENDING_WIRE_KEY]: true }) as W
-
-/** The body's result with the pending wire spread into it replaced by the rendered one. */
-const resolvePending = <A>(result: A, wire: Wire | undefined): A => {
-  if (wire === undefined || typeof result !== "object" || result === null || !(PENDING_WIRE_KEY in result)) return result
-  const { [PENDING_WIRE_KEY]: _pending, ...rest } = result as Record<string, unknown>
-  return { ...wire, ...rest } as A
-}
-
-/** The members of a JSON object's text (what goes in place of a stand-in member), in SQL. */
-const membersSql = (sql: SqlClient.SqlClient, json: Fragment) => sql`(SELECT substr(j, 2, length(j) - 2) FROM ${json} AS s(j))`
-
-/**
- * A JSON text (an answer's body) rendered from a result that still held the stand-in of a
- * handed-over commit statement, with the members of `wire` (the JSON text the statement
- * rendered) in its place; `spliceWireSql` does the same in SQL, for the record of the answer
- * written by that statement.
- */
-export const spliceWire = (text: string, wire: string | null): string =>
-  wire === null || !text.includes(PENDING_WIRE_MEMBER) ? text : text.split(PENDING_WIRE_MEMBER).join(wire.slice(1, -1))
-
-export const spliceWireSql = (sql: SqlClient.SqlClient, text: string, wire: Fragment | undefined): Fragment =>
-  wire === undefined || !text.includes(PENDING_WIRE_MEMBER)
-    ? sql`${text}::text`
-    : sql`replace(${text}::text, ${PENDING_WIRE_MEMBER}::text, ${membersSql(sql, wire)})`
-
-/** The deferred write of `updateAtCommit`, as the commit statement's first CTEs. */
-interface Deferred {
-  readonly target: Fragment
-  readonly inserted: Fragment | undefined
-  /** A deferred INSERT's `inserted` also renders the row: the undo entry's stand-in gets it. */
-  readonly insertsRow?: boolean
-}
 
 /**
  * The row as `normalizeRow` has it (timestamps as ISO text in UTC with milliseconds), in
  * SQL, for a row the commit statement inserts.
  */
 const normalizedRowSql = (table: TableSpec<TableRow>) => {
-  const timestamps = Object.entries(table.columns).filter(([, kind]) => kind === "ts").map(([column]) => column)
-  const row = rowJsonSql(table, table.name)
-  return timestamps.length === 0
-    ? row
-    : `${row} || jsonb_build_object(${timestamps.map((c) => `'${c}', steady_iso(${table.name}.${c})`).join(", ")})`
+  let text = normalizedRowTexts.get(table)
+  if (text === undefined) {
+    const timestamps = Object.entries(table.columns).filter(([, kind]) => kind === "ts").map(([column]) => column)
+    const row = rowJsonSql(table, table.name)
+    text = timestamps.length === 0
+      ? row
+      : `${row} || jsonb_build_object(${timestamps.map((c) => `'${c}', steady_iso(${table.name}.${c})`).join(", ")})`
+    normalizedRowTexts.set(table, text)
+  }
+  return text
 }
+/** Built once per table: every create renders the same text. */
+const normalizedRowTexts = new WeakMap<TableSpec<TableRow>, string>()
 
 const wireOf = (table: TableSpec<TableRow>) => {
   if (table.wire === undefined) throw new Error(`${table.name} has no wire rendering`)
@@ -467,7 +417,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
           // Sent later from outside this transaction's scope, so it names its connection.
           slot.handover.pending = {
             send: (record) =>
-              commitStatement(input, record).pipe(
+              commitStatement(sql, input, record).pipe(
                 Effect.tap(wakeAfter),
                 Effect.map((written) => written.wire),
                 Effect.provideService(SqlClient.TransactionConnection, slot.transaction)
@@ -479,7 +429,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
         // commit statement instead of costing a round trip of its own.
         const transaction = yield* Effect.serviceOption(SqlClient.TransactionConnection)
         if (Option.isSome(transaction) && transaction.value[1] === 0) commitWithNextStatement(transaction.value[0])
-        const written = yield* Effect.orDie(commitStatement(input, undefined))
+        const written = yield* Effect.orDie(commitStatement(sql, input, undefined))
         yield* wakeAfter(written)
         const wire = written.wire === null ? undefined : JSON.parse(written.wire) as Wire
         return [resolvePending(result, wire), written.undoId] as const
@@ -499,109 +449,6 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
     /** Inside a keyed request, the first such mutation hands its commit statement over (`CommitHandover`). */
     const run = <A, E, R>(options: MutationOptions, body: (tx: Tx) => Effect.Effect<A, E, R>) =>
       Effect.map(execute(options, body, true), ([result]) => result)
-
-    /**
-     * Everything the pipeline writes besides the body's rows, as ONE statement just before
-     * COMMIT: redo purge and undo entry, outbox events, a delivery per matching active
-     * webhook with its body frozen now (CONTRACT §9), the overflow drop, the day's
-     * statistics, and the change-feed rows (their wake-up, NOTIFY included, follows the commit).
-     * Parts with nothing to write are left out of the text. Returns the undo entry's id and
-     * how many delivery rows were written.
-     */
-    const commitStatement = (input: {
-      readonly options: MutationOptions
-      readonly now: Date
-      readonly changes: ReadonlyArray<RowChange>
-      readonly events: ReadonlyArray<DomainEvent>
-      readonly stats: ReadonlyMap<string, Record<StatName, number>>
-      readonly description: string
-      readonly feed: ReturnType<typeof entriesOf>
-      readonly deferred: Deferred | undefined
-    }, record: ((wire: Fragment | undefined) => Fragment) | undefined) => {
-      const { changes, events, feed, options } = input
-      const userId = options.user.id
-      const at = input.now.toISOString()
-      const ctes: Array<Fragment> = []
-      const { deferred } = input
-      if (deferred !== undefined) {
-        ctes.push(deferred.target)
-        if (deferred.inserted !== undefined) ctes.push(deferred.inserted)
-      }
-      // The stand-ins of `updateAtCommit`, replaced by what the deferred write returns.
-      const withPending = (json: string) => {
-        let out: Fragment = sql`${json}::text`
-        if (deferred !== undefined && json.includes(PENDING_WIRE_JSON)) {
-          out = sql`replace(${out}, ${PENDING_WIRE_JSON}, (SELECT wire FROM target))`
-        }
-        if (deferred?.inserted !== undefined && json.includes(PENDING_ID_JSON)) {
-          out = sql`replace(${out}, ${PENDING_ID_JSON}, (SELECT id FROM inserted)::text)`
-        }
-        if (deferred?.insertsRow === true && json.includes(PENDING_ROW_MEMBER)) {
-          out = sql`replace(${out}, ${PENDING_ROW_MEMBER}, ${membersSql(sql, sql`(SELECT row::text FROM inserted)`)})`
-        }
-        return out
-      }
-      const undoable = changes.length > 0 && options.undoable !== false
-      if (undoable) {
-        const tasksAffected = new Set(changes.filter((c) => c.table === "tasks").map((c) => c.id)).size
-        ctes.push(...entryWrites(sql, {
-          userId,
-          action: options.action,
-          description: input.description || options.action,
-          changes: withPending(JSON.stringify(changes)),
-          tasksAffected,
-          at
-        }))
-      }
-      if (events.length > 0) {
-        const rows = events.map((e, n) => ({
-          n,
-          event: e.event,
-          task_id: e.taskId,
-          payload: JSON.stringify(e.data),
-          body: JSON.stringify({ event: e.event, timestamp: at, data: e.data })
-        }))
-        // A deferred row's wire JSON goes into the payloads and the frozen bodies here.
-        const pending = deferred !== undefined && rows.some((r) => r.body.includes(PENDING_WIRE_JSON))
-        ctes.push(
-          pending
-            ? sql`events AS (
-              SELECT e.n, e.event, e.task_id, replace(e.payload, ${PENDING_WIRE_JSON}, w.wire)::jsonb AS payload,
-                replace(e.body, ${PENDING_WIRE_JSON}, w.wire) AS body
-              FROM jsonb_to_recordset((${withPending(JSON.stringify(rows))})::jsonb)
-                AS e(n integer, event text, task_id integer, payload text, body text)
-              CROSS JOIN (SELECT wire FROM target) w)`
-            : sql`events AS (
-              SELECT e.n, e.event, e.task_id, e.payload::jsonb AS payload, e.body
-              FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
-                AS e(n integer, event text, task_id integer, payload text, body text))`
-        )
-        ctes.push(outboxWrites(sql, userId, at), deliveryWrites(sql, userId, at))
-      }
-      const days = [...input.stats].filter(([, s]) => s.completions !== 0 || s.tasks_created !== 0 || s.snoozes !== 0)
-      if (days.length > 0) {
-        ctes.push(sql`stats AS (${addToDays(sql, days.map(([date, s]) => ({ user_id: userId, date, ...s })))})`)
-      }
-      if (feed.length > 0) {
-        ctes.push(sql`feed AS (${
-          changesInsert(sql, input.now, feed, deferred?.insertsRow === true ? { json: withPending, tasks: sql`target`, stands: (id) => id === STAND_IN_ID } : undefined)
-        })`)
-      }
-      // A SELECT in a CTE runs only when read: the final SELECT reads it.
-      if (record !== undefined) {
-        ctes.push(sql`recorded AS (SELECT ${record(deferred === undefined ? undefined : sql`(SELECT wire FROM target)`)})`)
-      }
-      const fed = feed.length > 0
-      if (ctes.length === 0) return Effect.succeed({ undoId: null, deliveries: 0, wire: null, fed })
-      return sql<{ undo_id: number | null; deliveries: number; wire: string | null }>`
-        WITH ${sql.join(", ", false)(ctes)}
-        SELECT ${undoable ? sql`(SELECT id FROM undo)` : sql`NULL::integer`} AS undo_id,
-          ${events.length > 0 ? sql`COALESCE((SELECT n FROM delivered), 0)` : sql`0`} AS deliveries,
-          ${deferred !== undefined ? sql`(SELECT wire FROM target)` : sql`NULL::text`} AS wire
-          ${record !== undefined ? sql`, (SELECT count(*) FROM recorded) AS recorded` : sql``}`.pipe(
-        Effect.map((rows) => ({ undoId: rows[0]!.undo_id, deliveries: rows[0]!.deliveries, wire: rows[0]!.wire, fed }))
-      )
-    }
 
     return { run, runWithUndoId } as const
   })
