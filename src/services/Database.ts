@@ -8,6 +8,7 @@ import { AppConfig } from "./AppConfig.js"
 import { lockDataDir } from "./DataDirLock.js"
 import { makePgliteClient } from "./PgliteClient.js"
 import { makeGuardedPool, OutageTracker } from "./PgGuard.js"
+import { withLeanStatements } from "./LeanStatements.js"
 import { registerPool } from "./PoolStats.js"
 
 /** How long a request may wait for a connection (a free slot, or a new connection). */
@@ -84,7 +85,7 @@ export const layerPgServer = (
     Effect.gen(function*() {
       const pool = yield* makePool(url, options)
       yield* waitForServer(pool)
-      const client = yield* PgClient.fromPool({ acquire: Effect.succeed(pool), applicationName: "steady" })
+      const client = withLeanStatements(yield* PgClient.fromPool({ acquire: Effect.succeed(pool), applicationName: "steady" }))
       registerPool(client, pool)
       return client
     })
@@ -94,7 +95,7 @@ export const layerPgServer = (
 export const layerEmbedded = (dir: string) =>
   Layer.scoped(
     SqlClient.SqlClient,
-    Effect.zipRight(lockDataDir(dir), makePgliteClient(dir))
+    Effect.zipRight(lockDataDir(dir), Effect.map(makePgliteClient(dir), withLeanStatements))
   ).pipe(Layer.provide(Reactivity.layer))
 
 /** `DATABASE_URL` set: the server; unset: the embedded database under `DATA_DIR`. */

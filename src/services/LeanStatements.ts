@@ -1,0 +1,58 @@
+import type * as SqlClient from "@effect/sql/SqlClient"
+import type { Connection } from "@effect/sql/SqlConnection"
+import * as Statement from "@effect/sql/Statement"
+import { Effect, FiberRef } from "effect"
+
+/**
+ * Statements that run straight on their connection while nothing watches them (issue 12
+ * item 5, issue 17 item 5). Run as an effect, an `@effect/sql` statement opens a span, a
+ * scope and a second fiber-runtime step around the query: about 0.05 ms of CPU per statement,
+ * twice what the `pg` query itself costs, and one to three statements are all most requests
+ * send. Our connections need neither: the acquirer of both clients (`PgClient`'s and
+ * `PgliteClient`'s) holds nothing a scope would release, and with tracing off the span is a
+ * no-op. So a statement of this client compiles itself and runs on the connection the
+ * library would have handed it (the transaction's, or one from the pool), with the same
+ * rows, errors and interruption.
+ *
+ * It takes the library's own path whenever someone looks: with tracing on (the statement's
+ * span) and under a statement transformer (`Statement.withTransformer`, which the plan
+ * tests use to capture statements).
+ */
+
+/** What a statement of `@effect/sql` carries besides its public interface. */
+interface Primitive {
+  readonly acquirer: Effect.Effect<Connection, unknown>
+  readonly transformRows: (<A extends object>(rows: ReadonlyArray<A>) => ReadonlyArray<A>) | undefined
+  readonly compile: () => readonly [string, ReadonlyArray<unknown>]
+}
+
+const isPrimitive = (value: unknown): value is Primitive =>
+  typeof value === "object" && value !== null && "acquirer" in value && "compile" in value &&
+  Effect.isEffect((value as { acquirer: unknown }).acquirer)
+
+const run = (statement: Primitive & Effect.Effect<unknown, unknown>, viaLibrary: () => Effect.Effect<unknown, unknown>) =>
+  Effect.withFiberRuntime<unknown, unknown>((fiber) => {
+    if (fiber.getFiberRef(FiberRef.currentTracerEnabled) || fiber.getFiberRef(Statement.currentTransformer)._tag === "Some") {
+      return viaLibrary()
+    }
+    const [text, params] = statement.compile()
+    return Effect.flatMap(statement.acquirer, (connection) => connection.execute(text, params, statement.transformRows))
+  })
+
+/** Has `statement` (a statement or anything else the client's tag returns) run lean when committed. */
+const lean = <S>(statement: S): S => {
+  if (!isPrimitive(statement)) return statement
+  const self = statement as unknown as Primitive & Effect.Effect<unknown, unknown> & { commit: () => Effect.Effect<unknown, unknown> }
+  const viaLibrary = self.commit.bind(self)
+  // An own property shadows the class's `commit`, which the runtime calls to run it.
+  Object.defineProperty(self, "commit", { value: () => run(self, viaLibrary) })
+  return statement
+}
+
+/** The client with every statement it makes (tagged template and `unsafe`) running lean. */
+export const withLeanStatements = (client: SqlClient.SqlClient): SqlClient.SqlClient => {
+  const tag = ((...args: ReadonlyArray<unknown>) => lean((client as unknown as (...a: ReadonlyArray<unknown>) => unknown)(...args)))
+  return Object.assign(tag, client, {
+    unsafe: (...args: Parameters<SqlClient.SqlClient["unsafe"]>) => lean(client.unsafe(...args))
+  }) as unknown as SqlClient.SqlClient
+}

@@ -1,0 +1,91 @@
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as Statement from "@effect/sql/Statement"
+import { Effect, RuntimeFlags, RuntimeFlagsPatch, Supervisor } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { databaseKind } from "./support/database.js"
+import { startService, type TestService } from "./support/service.js"
+
+/*
+ * Issue 12 item 5: the service's statements run straight on their connection (no span, no
+ * scope around each query) unless tracing is on or a transformer watches. Same rows, same
+ * errors, same transaction; fewer runtime steps.
+ */
+
+/** Counts the runtime's steps while an effect runs. */
+class StepCounter extends Supervisor.AbstractSupervisor<void> {
+  steps = 0
+  readonly value = Effect.void
+  override onEffect() {
+    this.steps++
+  }
+}
+
+describe(`lean statements (${databaseKind()})`, () => {
+  let service: TestService
+
+  beforeAll(async () => {
+    service = await startService()
+    await service.run(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`CREATE TABLE lean_notes (id int PRIMARY KEY, note text NOT NULL)`))
+  })
+  afterAll(async () => {
+    await service?.stop()
+  })
+
+  const withSql = <A, E>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, E>) => service.run(Effect.flatMap(SqlClient.SqlClient, f))
+
+  it("answers rows, parameters included, from the template and from unsafe", async () => {
+    expect(await withSql((sql) => sql<{ n: number; s: string }>`SELECT ${41}::int + 1 AS n, ${"a'b"}::text AS s`)).toEqual([{ n: 42, s: "a'b" }])
+    expect(await withSql((sql) => sql.unsafe<{ n: number }>("SELECT $1::int * 2 AS n", [21]))).toEqual([{ n: 42 }])
+  })
+
+  it("fails with the SqlError the library gives", async () => {
+    const error = await withSql((sql) => Effect.flip(sql`SELECT * FROM no_such_table`))
+    expect(error._tag).toBe("SqlError")
+    expect(String((error.cause as { message?: unknown }).message)).toMatch(/no_such_table/)
+  })
+
+  it("runs inside the transaction: its writes are seen there and rolled back with it", async () => {
+    const seen = await withSql((sql) =>
+      sql.withTransaction(Effect.gen(function*() {
+        yield* sql`INSERT INTO lean_notes (id, note) VALUES (${1}, ${"inside"})`
+        const rows = yield* sql<{ note: string }>`SELECT note FROM lean_notes WHERE id = ${1}`
+        return yield* Effect.fail({ rows })
+      })).pipe(Effect.flip)
+    )
+    expect(seen.rows).toEqual([{ note: "inside" }])
+    expect(await withSql((sql) => sql`SELECT note FROM lean_notes`)).toEqual([])
+  })
+
+  it("a transformer still sees every statement", async () => {
+    const captured: Array<string> = []
+    const rows = await withSql((sql) =>
+      Statement.withTransformer(
+        sql<{ n: number }>`SELECT ${7}::int AS n`,
+        (self) =>
+          Effect.sync(() => {
+            captured.push(self.compile()[0])
+            return self
+          })
+      )
+    )
+    expect(rows).toEqual([{ n: 7 }])
+    expect(captured).toEqual(["SELECT $1::int AS n"])
+  })
+
+  it("takes far fewer runtime steps than the library's path", async () => {
+    const steps = async (watched: boolean) => {
+      const counter = new StepCounter()
+      await withSql((sql) => {
+        const query = sql<{ n: number }>`SELECT ${1}::int AS n`
+        return (watched ? Statement.withTransformer(query, Effect.succeed) : query).pipe(
+          Effect.withRuntimeFlagsPatch(RuntimeFlagsPatch.enable(RuntimeFlags.OpSupervision)),
+          Effect.supervised(counter)
+        )
+      })
+      return counter.steps
+    }
+    const lean = await steps(false)
+    const library = await steps(true)
+    expect(lean, `lean ${lean} steps, library ${library}`).toBeLessThan(library / 2)
+  })
+})
