@@ -3,6 +3,7 @@ import type { Fragment } from "@effect/sql/Statement"
 import { Effect } from "effect"
 import type { RowChange } from "../domain/Changes.js"
 import { inSharedProject } from "./WireSql.js"
+import { slotNamedBy } from "./TimeSlotsTable.js"
 
 /** The NOTIFY channel that wakes the change streams of every instance on one PostgreSQL (see `ChangeWakeup`). */
 export const CHANGES_CHANNEL = "steady_changes"
@@ -120,7 +121,7 @@ const entriesInsert = (sql: SqlClient.SqlClient, at: Date, entries: ReadonlyArra
   }
       OFFSET 0) t ON true
     LEFT JOIN LATERAL (SELECT x.owner_id, x.shared FROM projects x WHERE e.kind = 'project' AND x.id = e.id OFFSET 0) p ON true
-    LEFT JOIN LATERAL (SELECT x.user_id FROM time_slots x WHERE e.kind = 'time_slot' AND x.id = e.id OFFSET 0) s ON true
+    LEFT JOIN LATERAL ${slotNamedBy(sql, "x.user_id", "e.kind", "e.id")} s ON true
     WHERE COALESCE(t.user_id, p.owner_id, s.user_id, e.owner) IS NOT NULL
     ORDER BY e.n`
 

@@ -6,6 +6,7 @@ import type { CurrentUserShape } from "./CurrentUser.js"
 import { Credentials } from "./Credentials.js"
 import { Mutations } from "./Mutations.js"
 import { Quotas } from "./Quotas.js"
+import { ownsSlot } from "./TimeSlotsTable.js"
 import type { UserId } from "../domain/Ids.js"
 
 /** Spec §2.8 preferences and the user's time zone (CONTRACT §5). */
@@ -39,10 +40,7 @@ export class PreferencesService extends Effect.Service<PreferencesService>()("st
           for (const field of ["default_reminder_slot_id", "quota_prompt_slot_id"] as const) {
             const slot = patch[field]
             if (slot !== undefined && slot !== null) {
-              const owned = yield* Effect.orDie(
-                sql<{ id: number }>`SELECT id FROM time_slots WHERE id = ${slot} AND user_id = ${user.id}`
-              )
-              if (owned.length === 0) return yield* Effect.fail(ValidationError.field(field, "No such time slot"))
+              if (!(yield* ownsSlot(sql, user.id, slot))) return yield* Effect.fail(ValidationError.field(field, "No such time slot"))
             }
           }
           const { timezone, ...rest } = patch

@@ -4,6 +4,7 @@ import { DEFAULT_PREFERENCES } from "../domain/Preferences.js"
 import { DEFAULT_TIME_SLOTS, INBOX_NAME } from "../domain/Slots.js"
 import { userFromRow } from "./CurrentUser.js"
 import { now } from "./ServiceClock.js"
+import { insertSlot } from "./TimeSlotsTable.js"
 import type { UserId } from "../domain/Ids.js"
 
 interface UserRow {
@@ -41,8 +42,7 @@ export class Users extends Effect.Service<Users>()("steady/Users", {
         yield* sql`INSERT INTO projects (owner_id, name, is_inbox, sort_order, created_at, updated_at)
           VALUES (${user!.id}, ${INBOX_NAME}, true, 0, ${at}::timestamptz, ${at}::timestamptz)`
         for (const [index, slot] of DEFAULT_TIME_SLOTS.entries()) {
-          yield* sql`INSERT INTO time_slots (user_id, label, start_time, sort_order, created_at)
-            VALUES (${user!.id}, ${slot.label}, ${slot.start_time}, ${index}, ${at}::timestamptz)`
+          yield* insertSlot(sql, { user_id: user!.id, label: slot.label, start_time: slot.start_time, sort_order: index, created_at: at })
         }
         return toUser(user!)
       }).pipe(sql.withTransaction, Effect.orDie)
