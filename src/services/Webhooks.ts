@@ -9,6 +9,7 @@ import { now as clockNow } from "./ServiceClock.js"
 import { refusedAddress } from "./WebhookNetwork.js"
 import type { WebhookId } from "../domain/Ids.js"
 import { attemptLog } from "./WebhookDeliveries.js"
+import { lockUser } from "./UsersTable.js"
 import { deleteWebhook, insertWebhook, updateWebhook, webhookCount, webhookOf, webhooksOf } from "./WebhooksTable.js"
 
 export const MAX_WEBHOOKS_PER_USER = 20
@@ -40,7 +41,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("steady/Webhooks", {
         const at = (yield* clockNow).toISOString()
         // The user row is locked while counting, so concurrent requests cannot both take the last place.
         const id = yield* Effect.gen(function*() {
-          yield* sql`SELECT id FROM users WHERE id = ${user.id} FOR UPDATE`
+          yield* lockUser(sql, user.id)
           if ((yield* webhookCount(sql, user.id)) >= MAX_WEBHOOKS_PER_USER) {
             return yield* Effect.fail(
               new Conflict({ message: `At most ${MAX_WEBHOOKS_PER_USER} webhooks per user; delete one first` })
