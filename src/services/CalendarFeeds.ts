@@ -6,6 +6,7 @@ import { generateSecret, sha256 } from "./Credentials.js"
 import { now } from "./ServiceClock.js"
 import { isNotQuota, isOpen } from "./WireSql.js"
 import { calendarKeyOwner, deleteCalendarKey, putCalendarKey } from "./CredentialsTable.js"
+import { sharedProjectIds } from "./ProjectsTable.js"
 import type { UserId } from "../domain/Ids.js"
 
 /** One task as the database sends it: a JSON array in `FeedTask` field order. */
@@ -83,7 +84,7 @@ export class CalendarFeeds extends Effect.Service<CalendarFeeds>()("steady/Calen
              ORDER BY t.due_at, t.id LIMIT ${MAX_FEED_ITEMS})
             UNION ALL
             (SELECT t.* FROM tasks t
-             WHERE t.user_id <> ${userId} AND t.project_id IN (SELECT id FROM projects WHERE shared) AND ${dated}
+             WHERE t.user_id <> ${userId} AND t.project_id IN ${sharedProjectIds(sql)} AND ${dated}
              ORDER BY t.due_at, t.id LIMIT ${MAX_FEED_ITEMS})
           ) merged ORDER BY merged.due_at, merged.id LIMIT ${MAX_FEED_ITEMS}
         ) t`.pipe(

@@ -5,6 +5,7 @@ import { compare, encodeCursor, max, type Position, positionOf } from "../domain
 import { now as clockNow } from "./ServiceClock.js"
 import { projectJson } from "./WireSql.js"
 import { slotJson, slotNamedBy } from "./TimeSlotsTable.js"
+import { projectNamedBy, projectSharedBy } from "./ProjectsTable.js"
 import type { UserId } from "../domain/Ids.js"
 
 /** Feed rows older than this are purged (and a cursor before them answers 410). */
@@ -116,8 +117,8 @@ export class ChangeFeed extends Effect.Service<ChangeFeed>()("steady/ChangeFeed"
         FROM page c
         LEFT JOIN LATERAL (SELECT x AS task, x.id, x.user_id, x.project_id FROM tasks x
                            WHERE c.kind = 'task' AND x.id = c.object_id OFFSET 0) t ON true
-        LEFT JOIN LATERAL (SELECT x.shared FROM projects x WHERE x.id = t.project_id OFFSET 0) tp ON true
-        LEFT JOIN LATERAL (SELECT x.* FROM projects x WHERE c.kind = 'project' AND x.id = c.object_id OFFSET 0) p ON true
+        LEFT JOIN LATERAL ${projectSharedBy(sql, "t.project_id")} tp ON true
+        LEFT JOIN LATERAL ${projectNamedBy(sql, "x.*", "c.kind", "c.object_id")} p ON true
         LEFT JOIN LATERAL ${slotNamedBy(sql, "x.*", "c.kind", "c.object_id")} s ON true
         ORDER BY c.xid, c.id`.pipe(Effect.orDie)
 

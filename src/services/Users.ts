@@ -5,6 +5,7 @@ import { DEFAULT_TIME_SLOTS, INBOX_NAME } from "../domain/Slots.js"
 import { userFromRow } from "./CurrentUser.js"
 import { now } from "./ServiceClock.js"
 import { insertSlot } from "./TimeSlotsTable.js"
+import { insertInbox } from "./ProjectsTable.js"
 import { allUsers, insertUser, userById, userByName } from "./UsersTable.js"
 
 const toUser = userFromRow
@@ -24,8 +25,7 @@ export class Users extends Effect.Service<Users>()("steady/Users", {
       Effect.gen(function*() {
         const at = (yield* now).toISOString()
         const user = yield* insertUser(sql, { username, timezone, preferences: DEFAULT_PREFERENCES, at })
-        yield* sql`INSERT INTO projects (owner_id, name, is_inbox, sort_order, created_at, updated_at)
-          VALUES (${user.id}, ${INBOX_NAME}, true, 0, ${at}::timestamptz, ${at}::timestamptz)`
+        yield* insertInbox(sql, user.id, INBOX_NAME, at)
         for (const [index, slot] of DEFAULT_TIME_SLOTS.entries()) {
           yield* insertSlot(sql, { user_id: user.id, label: slot.label, start_time: slot.start_time, sort_order: index, created_at: at })
         }
