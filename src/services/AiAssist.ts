@@ -16,6 +16,7 @@ import type { CurrentUserShape } from "./CurrentUser.js"
 import { now as clockNow } from "./ServiceClock.js"
 import { TaskQueries } from "./TaskQueries.js"
 import { isNotQuota, isOpen } from "./WireSql.js"
+import { aiContextOf } from "./UsersTable.js"
 import type { UserId } from "../domain/Ids.js"
 
 /** CONTRACT §8: 503 when AI is off; a provider failure is a 503 with the reason in `details`. */
@@ -56,9 +57,9 @@ export class AiAssist extends Effect.Service<AiAssist>()("steady/AiAssist", {
 
     const aiContext = (userId: UserId) =>
       Effect.map(
-        sql<{ context: string | null }>`SELECT preferences->>'ai_context' AS context FROM users WHERE id = ${userId}`,
-        (rows) => Array.from((rows[0]?.context ?? "").trim()).slice(0, 1000).join("") || "(nothing given)"
-      ).pipe(Effect.orDie)
+        aiContextOf(sql, userId),
+        (context) => Array.from((context ?? "").trim()).slice(0, 1000).join("") || "(nothing given)"
+      )
 
     const openTasks = (userId: UserId, limit: number) =>
       sql<TaskLine>`

@@ -5,6 +5,8 @@ import { NotFound, Unauthorized } from "../domain/Errors.js"
 import { generateSecret, sha256 } from "./Credentials.js"
 import { now } from "./ServiceClock.js"
 import { isNotQuota, isOpen } from "./WireSql.js"
+import { calendarKeyOwner, deleteCalendarKey, putCalendarKey } from "./CredentialsTable.js"
+import { sharedProjectIds } from "./ProjectsTable.js"
 import type { UserId } from "../domain/Ids.js"
 
 /** One task as the database sends it: a JSON array in `FeedTask` field order. */
@@ -26,12 +28,6 @@ const fromTuple = (t: FeedTuple): FeedTask => ({
   labels: t[10]
 })
 
-interface KeyOwner {
-  readonly id: UserId
-  readonly username: string
-  readonly timezone: string
-}
-
 /**
  * The calendar feed (issue 14): a per-user secret key, stored as its SHA-256 like API
  * tokens, and the `text/calendar` rendering of the key owner's open dated tasks.
@@ -45,31 +41,20 @@ export class CalendarFeeds extends Effect.Service<CalendarFeeds>()("steady/Calen
       Effect.gen(function*() {
         const key = generateSecret()
         const at = (yield* now).toISOString()
-        const [row] = yield* sql<{ created_at: string }>`
-          INSERT INTO calendar_keys (user_id, key_hash, created_at) VALUES (${userId}, ${sha256(key)}, ${at}::timestamptz)
-          ON CONFLICT (user_id) DO UPDATE SET key_hash = EXCLUDED.key_hash, created_at = EXCLUDED.created_at
-          RETURNING steady_iso(created_at) AS created_at`
-        return { key, created_at: row!.created_at }
+        return { key, created_at: yield* putCalendarKey(sql, userId, sha256(key), at) }
       }).pipe(Effect.orDie, Effect.withSpan("CalendarFeeds.createKey"))
 
     const revokeKey = (userId: UserId) =>
-      sql<{ user_id: number }>`DELETE FROM calendar_keys WHERE user_id = ${userId} RETURNING user_id`.pipe(
-        Effect.orDie,
-        Effect.flatMap((rows) => (rows.length === 0 ? Effect.fail(NotFound.of("Calendar key")) : Effect.void)),
+      deleteCalendarKey(sql, userId).pipe(
+        Effect.flatMap((deleted) => (deleted ? Effect.void : Effect.fail(NotFound.of("Calendar key")))),
         Effect.withSpan("CalendarFeeds.revokeKey")
       )
 
     const ownerOf = (key: string) =>
-      sql<KeyOwner>`
-        SELECT u.id, u.username, u.timezone FROM calendar_keys k JOIN users u ON u.id = k.user_id
-        WHERE k.key_hash = ${sha256(key)}`.pipe(
-        Effect.orDie,
-        Effect.flatMap((rows) =>
-          rows[0] === undefined
-            ? Effect.fail(new Unauthorized({ message: "Unknown or revoked calendar key" }))
-            : Effect.succeed(rows[0])
-        )
-      )
+      Effect.flatMap(calendarKeyOwner(sql, sha256(key)), (owner) =>
+        owner === undefined
+          ? Effect.fail(new Unauthorized({ message: "Unknown or revoked calendar key" }))
+          : Effect.succeed(owner))
 
     // Written by migration 0012; read once per process.
     const instanceId = yield* Effect.cached(
@@ -99,7 +84,7 @@ export class CalendarFeeds extends Effect.Service<CalendarFeeds>()("steady/Calen
              ORDER BY t.due_at, t.id LIMIT ${MAX_FEED_ITEMS})
             UNION ALL
             (SELECT t.* FROM tasks t
-             WHERE t.user_id <> ${userId} AND t.project_id IN (SELECT id FROM projects WHERE shared) AND ${dated}
+             WHERE t.user_id <> ${userId} AND t.project_id IN ${sharedProjectIds(sql)} AND ${dated}
              ORDER BY t.due_at, t.id LIMIT ${MAX_FEED_ITEMS})
           ) merged ORDER BY merged.due_at, merged.id LIMIT ${MAX_FEED_ITEMS}
         ) t`.pipe(

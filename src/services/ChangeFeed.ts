@@ -4,6 +4,8 @@ import { Duration, Effect } from "effect"
 import { compare, encodeCursor, max, type Position, positionOf } from "../domain/ChangeCursor.js"
 import { now as clockNow } from "./ServiceClock.js"
 import { projectJson } from "./WireSql.js"
+import { slotJson, slotNamedBy } from "./TimeSlotsTable.js"
+import { projectNamedBy, projectSharedBy } from "./ProjectsTable.js"
 import type { UserId } from "../domain/Ids.js"
 
 /** Feed rows older than this are purged (and a cursor before them answers 410). */
@@ -108,17 +110,16 @@ export class ChangeFeed extends Effect.Service<ChangeFeed>()("steady/ChangeFeed"
           CASE
             WHEN t.id IS NOT NULL THEN steady_task_wire(t.task)::text
             WHEN p.id IS NOT NULL THEN ${projectJson(sql, now)}::text
-            WHEN s.id IS NOT NULL THEN json_build_object('id', s.id, 'user_id', s.user_id, 'label', s.label,
-              'start_time', s.start_time, 'sort_order', s.sort_order, 'created_at', steady_iso(s.created_at))::text
+            WHEN s.id IS NOT NULL THEN ${slotJson(sql)}::text
           END AS data,
           COALESCE(t.user_id, p.owner_id, s.user_id) AS obj_owner,
           COALESCE(tp.shared, p.shared, false) AS obj_shared
         FROM page c
         LEFT JOIN LATERAL (SELECT x AS task, x.id, x.user_id, x.project_id FROM tasks x
                            WHERE c.kind = 'task' AND x.id = c.object_id OFFSET 0) t ON true
-        LEFT JOIN LATERAL (SELECT x.shared FROM projects x WHERE x.id = t.project_id OFFSET 0) tp ON true
-        LEFT JOIN LATERAL (SELECT x.* FROM projects x WHERE c.kind = 'project' AND x.id = c.object_id OFFSET 0) p ON true
-        LEFT JOIN LATERAL (SELECT x.* FROM time_slots x WHERE c.kind = 'time_slot' AND x.id = c.object_id OFFSET 0) s ON true
+        LEFT JOIN LATERAL ${projectSharedBy(sql, "t.project_id")} tp ON true
+        LEFT JOIN LATERAL ${projectNamedBy(sql, "x.*", "c.kind", "c.object_id")} p ON true
+        LEFT JOIN LATERAL ${slotNamedBy(sql, "x.*", "c.kind", "c.object_id")} s ON true
         ORDER BY c.xid, c.id`.pipe(Effect.orDie)
 
     const after = (from: Position, xmin: bigint) =>

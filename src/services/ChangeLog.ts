@@ -2,7 +2,8 @@ import type * as SqlClient from "@effect/sql/SqlClient"
 import type { Fragment } from "@effect/sql/Statement"
 import { Effect } from "effect"
 import type { RowChange } from "../domain/Changes.js"
-import { inSharedProject } from "./WireSql.js"
+import { anyShared, inSharedProject, projectNamedBy } from "./ProjectsTable.js"
+import { slotNamedBy } from "./TimeSlotsTable.js"
 
 /** The NOTIFY channel that wakes the change streams of every instance on one PostgreSQL (see `ChangeWakeup`). */
 export const CHANGES_CHANNEL = "steady_changes"
@@ -91,7 +92,7 @@ const oneTaskInsert = (sql: SqlClient.SqlClient, at: Date, entry: Entry, inserte
   return sql`
     INSERT INTO changes (at, kind, object_id, op, user_id, shared)
     SELECT ${at.toISOString()}::timestamptz, 'task', ${inserted === undefined ? sql`e.id` : sql`x.id`}, 'upsert', ${owner},
-      ${inSharedProject(sql, "x.project_id")} OR EXISTS (SELECT 1 FROM projects sp WHERE sp.id = ANY(${projects}::integer[]) AND sp.shared)
+      ${inSharedProject(sql, "x.project_id")} OR ${anyShared(sql, sql`= ANY(${projects}::integer[])`)}
     FROM ${inserted === undefined ? sql`(SELECT ${entry.id}::integer AS id) AS e LEFT JOIN tasks x ON x.id = e.id` : sql`${inserted} x`}
     WHERE ${owner} IS NOT NULL`
 }
@@ -105,7 +106,7 @@ const entriesInsert = (sql: SqlClient.SqlClient, at: Date, entries: ReadonlyArra
     SELECT ${at.toISOString()}::timestamptz, e.kind, e.id, e.op, COALESCE(t.user_id, p.owner_id, s.user_id, e.owner),
       CASE e.kind
         WHEN 'task' THEN t.in_shared
-          OR EXISTS (SELECT 1 FROM projects sp WHERE sp.id IN (SELECT jsonb_array_elements_text(e.projects)::integer) AND sp.shared)
+          OR ${anyShared(sql, sql`IN (SELECT jsonb_array_elements_text(e.projects)::integer)`)}
         WHEN 'project' THEN COALESCE(p.shared, false) OR e.was_shared
         ELSE false
       END
@@ -119,8 +120,8 @@ const entriesInsert = (sql: SqlClient.SqlClient, at: Date, entries: ReadonlyArra
       SELECT x.user_id, ${inSharedProject(sql, "x.project_id")} FROM ${pending.tasks} x WHERE e.kind = 'task' AND x.id = e.id`
   }
       OFFSET 0) t ON true
-    LEFT JOIN LATERAL (SELECT x.owner_id, x.shared FROM projects x WHERE e.kind = 'project' AND x.id = e.id OFFSET 0) p ON true
-    LEFT JOIN LATERAL (SELECT x.user_id FROM time_slots x WHERE e.kind = 'time_slot' AND x.id = e.id OFFSET 0) s ON true
+    LEFT JOIN LATERAL ${projectNamedBy(sql, "x.owner_id, x.shared", "e.kind", "e.id")} p ON true
+    LEFT JOIN LATERAL ${slotNamedBy(sql, "x.user_id", "e.kind", "e.id")} s ON true
     WHERE COALESCE(t.user_id, p.owner_id, s.user_id, e.owner) IS NOT NULL
     ORDER BY e.n`
 

@@ -20,6 +20,8 @@ import { Mutations } from "./Mutations.js"
 import { now as clockNow } from "./ServiceClock.js"
 import { TasksTable } from "./Tables.js"
 import { TaskQueries } from "./TaskQueries.js"
+import { userWithAiContext } from "./UsersTable.js"
+import { projectNames } from "./ProjectsTable.js"
 import type { UserId } from "../domain/Ids.js"
 
 /** Fields a quota keeps out of enrichment: its rule names its period and it has no date. */
@@ -40,16 +42,9 @@ export class Enrichment extends Effect.Service<Enrichment>()("steady/Enrichment"
     const queries = yield* TaskQueries
     const tuning = (yield* AppConfig).aiTuning
 
-    const ownerOf = (userId: UserId) =>
-      Effect.map(
-        sql<{ id: UserId; username: string; timezone: string; context: string | null }>`
-          SELECT id, username, timezone, preferences->>'ai_context' AS context FROM users WHERE id = ${userId}`,
-        (rows) => rows[0]
-      ).pipe(Effect.orDie)
+    const ownerOf = (userId: UserId) => userWithAiContext(sql, userId)
 
-    const projectsOf = (userId: UserId) =>
-      sql<{ id: number; name: string }>`SELECT id, name FROM projects WHERE owner_id = ${userId} ORDER BY sort_order, name, id LIMIT 200`
-        .pipe(Effect.orDie)
+    const projectsOf = (userId: UserId) => projectNames(sql, userId, 200)
 
     /** Asks the model; fails with the provider's failure (the worker retries). */
     const ask = (claimed: ClaimedEnrichment) =>

@@ -5,6 +5,7 @@ import { afterCommit } from "./AfterCommit.js"
 import { AppConfig } from "./AppConfig.js"
 import { recordChanges, taskEntry } from "./ChangeLog.js"
 import { ChangeWakeup } from "./ChangeWakeup.js"
+import { inboxOf } from "./ProjectsTable.js"
 import type { TaskId, UserId } from "../domain/Ids.js"
 
 export interface ClaimedEnrichment {
@@ -65,7 +66,7 @@ export class EnrichmentQueue extends Effect.Service<EnrichmentQueue>()("steady/E
         SELECT t.id, t.user_id, 'pending', 0, t.created_at, t.original_title,
           CASE WHEN t.enrichment_baseline IS NULL THEN steady_enrichment_baseline(t)
             ELSE t.enrichment_baseline || jsonb_build_object('project_id', COALESCE((t.enrichment_baseline->>'project_id')::integer,
-              (SELECT p.id FROM projects p WHERE p.owner_id = t.user_id AND p.is_inbox))) END,
+              ${inboxOf(sql, sql`t.user_id`)})) END,
           t.created_at, t.created_at
         FROM tasks t
         WHERE t.enrichment_status = 'pending'

@@ -5,9 +5,9 @@ import { Task } from "../domain/Task.js"
 import { Project } from "../domain/Project.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { now as clockNow } from "./ServiceClock.js"
-import { projectJson } from "./WireSql.js"
 import type { UserId } from "../domain/Ids.js"
 import { exportPage } from "./CompletionsTable.js"
+import { exportPage as projectsPage } from "./ProjectsTable.js"
 
 /** Rows are read in pages of this many, so an export never holds a whole table in memory. */
 export const EXPORT_PAGE = 1000
@@ -32,8 +32,7 @@ export class Exporter extends Effect.Service<Exporter>()("steady/Exporter", {
           return sql<{ id: number; json: string }>`SELECT t.id, steady_task_wire_text(t) AS json FROM tasks t
             WHERE t.user_id = ${userId} AND t.id > ${after} ORDER BY t.id LIMIT ${EXPORT_PAGE}`
         case "projects":
-          return sql<{ id: number; json: string }>`SELECT p.id, ${projectJson(sql, now)}::text AS json
-            FROM projects p WHERE p.owner_id = ${userId} AND p.id > ${after} ORDER BY p.id LIMIT ${EXPORT_PAGE}`
+          return projectsPage(sql, userId, after, EXPORT_PAGE, now)
         case "completions":
           return exportPage(sql, userId, after, EXPORT_PAGE)
       }

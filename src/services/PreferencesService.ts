@@ -1,11 +1,13 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import { NotFound, ValidationError } from "../domain/Errors.js"
-import { type Preferences, type PreferencesPatch, type StoredPreferences, withDefaults } from "../domain/Preferences.js"
+import { type Preferences, type PreferencesPatch, withDefaults } from "../domain/Preferences.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { Credentials } from "./Credentials.js"
 import { Mutations } from "./Mutations.js"
 import { Quotas } from "./Quotas.js"
+import { ownsSlot } from "./TimeSlotsTable.js"
+import { preferencesOf, setPreferences } from "./UsersTable.js"
 import type { UserId } from "../domain/Ids.js"
 
 /** Spec §2.8 preferences and the user's time zone (CONTRACT §5). */
@@ -18,15 +20,9 @@ export class PreferencesService extends Effect.Service<PreferencesService>()("st
 
     const read = (userId: UserId, lock = false) =>
       Effect.gen(function*() {
-        const rows = yield* Effect.orDie(
-          lock
-            ? sql<{ preferences: Partial<StoredPreferences>; timezone: string }>`
-                SELECT preferences, timezone FROM users WHERE id = ${userId} FOR UPDATE`
-            : sql<{ preferences: Partial<StoredPreferences>; timezone: string }>`
-                SELECT preferences, timezone FROM users WHERE id = ${userId}`
-        )
-        if (rows[0] === undefined) return yield* Effect.fail(NotFound.of("User"))
-        return withDefaults(rows[0].preferences, rows[0].timezone)
+        const row = yield* preferencesOf(sql, userId, lock)
+        if (row === undefined) return yield* Effect.fail(NotFound.of("User"))
+        return withDefaults(row.preferences, row.timezone)
       })
 
     const get = (user: CurrentUserShape) => read(user.id)
@@ -39,10 +35,7 @@ export class PreferencesService extends Effect.Service<PreferencesService>()("st
           for (const field of ["default_reminder_slot_id", "quota_prompt_slot_id"] as const) {
             const slot = patch[field]
             if (slot !== undefined && slot !== null) {
-              const owned = yield* Effect.orDie(
-                sql<{ id: number }>`SELECT id FROM time_slots WHERE id = ${slot} AND user_id = ${user.id}`
-              )
-              if (owned.length === 0) return yield* Effect.fail(ValidationError.field(field, "No such time slot"))
+              if (!(yield* ownsSlot(sql, user.id, slot))) return yield* Effect.fail(ValidationError.field(field, "No such time slot"))
             }
           }
           const { timezone, ...rest } = patch
@@ -56,8 +49,7 @@ export class PreferencesService extends Effect.Service<PreferencesService>()("st
               : current.ai_context_updated_at
           }
           const { timezone: zone, ...stored } = next
-          yield* Effect.orDie(sql`UPDATE users SET preferences = ${JSON.stringify(stored)}::jsonb, timezone = ${zone}
-            WHERE id = ${user.id}`)
+          yield* setPreferences(sql, user.id, stored, zone)
           // Quota periods follow the new calendar before the response (spec §3, §4.7).
           const zoneChanged = zone !== current.timezone
           if (zoneChanged || next.week_start !== current.week_start) {

@@ -2,12 +2,12 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import { Forbidden, NotFound, ValidationError } from "../domain/Errors.js"
 import type { ProjectRow, Writes } from "../domain/Rows.js"
-import type { Project, ProjectCreate, ProjectPatch } from "../domain/Project.js"
+import type { ProjectCreate, ProjectPatch } from "../domain/Project.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { Mutations } from "./Mutations.js"
 import { now as clockNow } from "./ServiceClock.js"
 import { ProjectsTable, TasksTable } from "./Tables.js"
-import { projectJson as projectSql } from "./WireSql.js"
+import { lockProject, nextSortOrder, projectsVisibleTo, projectVisibleTo } from "./ProjectsTable.js"
 import type { ProjectId, TaskId } from "../domain/Ids.js"
 
 /** Project writes go through the mutation pipeline; reads build JSON in the database. */
@@ -16,36 +16,25 @@ export class Projects extends Effect.Service<Projects>()("steady/Projects", {
     const sql = yield* SqlClient.SqlClient
     const mutations = yield* Mutations
 
-    const projectJson = (now: Date) => projectSql(sql, now)
-
     const list = (user: CurrentUserShape) =>
       Effect.gen(function*() {
         const now = yield* clockNow
-        const rows = yield* sql<{ project: typeof Project.Encoded }>`
-          SELECT ${projectJson(now)} AS project FROM projects p
-          WHERE p.owner_id = ${user.id} OR p.shared ORDER BY p.sort_order, lower(p.name), p.name, p.id`
-        const projects = rows.map((r) => r.project)
+        const projects = yield* projectsVisibleTo(sql, user.id, now)
         return { projects, count: projects.length }
       }).pipe(Effect.orDie)
 
     const read = (user: CurrentUserShape, id: ProjectId) =>
       Effect.gen(function*() {
         const now = yield* clockNow
-        const rows = yield* Effect.orDie(sql<{ project: typeof Project.Encoded }>`
-          SELECT ${projectJson(now)} AS project FROM projects p
-          WHERE p.id = ${id} AND (p.owner_id = ${user.id} OR p.shared)`)
-        if (rows[0] === undefined) return yield* Effect.fail(NotFound.of("Project"))
-        return rows[0].project
+        const project = yield* projectVisibleTo(sql, user.id, id, now)
+        if (project === undefined) return yield* Effect.fail(NotFound.of("Project"))
+        return project
       })
 
     /** 404 for a project the caller cannot see, 403 for a shared one they do not own. */
     const lockOwned = (user: CurrentUserShape, id: ProjectId) =>
       Effect.gen(function*() {
-        const rows = yield* Effect.orDie(
-          sql<{ owner_id: number; shared: boolean; is_inbox: boolean; name: string }>`
-            SELECT owner_id, shared, is_inbox, name FROM projects WHERE id = ${id} FOR UPDATE`
-        )
-        const project = rows[0]
+        const project = yield* lockProject(sql, id)
         if (project === undefined || (project.owner_id !== user.id && !project.shared)) {
           return yield* Effect.fail(NotFound.of("Project"))
         }
@@ -58,15 +47,13 @@ export class Projects extends Effect.Service<Projects>()("steady/Projects", {
     const create = (user: CurrentUserShape, input: ProjectCreate) =>
       mutations.run({ user, action: "project_create" }, (tx) =>
         Effect.gen(function*() {
-          const [next] = yield* Effect.orDie(
-            sql<{ n: number }>`SELECT (COALESCE(max(sort_order), 0) + 1)::int AS n FROM projects WHERE owner_id = ${user.id}`
-          )
+          const next = yield* nextSortOrder(sql, user.id)
           const at = tx.now.toISOString()
           const row = yield* tx.insert(ProjectsTable, {
             owner_id: user.id,
             name: input.name.trim(),
             shared: input.shared ?? false,
-            sort_order: input.sort_order ?? next!.n,
+            sort_order: input.sort_order ?? next,
             color: input.color ?? "",
             description: input.description ?? "",
             created_at: at,

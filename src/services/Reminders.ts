@@ -10,7 +10,6 @@ import {
   parsePromptKey,
   promptsFor,
   type QuotaPrompt,
-  type Slot,
   slotForTime
 } from "../domain/QuotaPrompts.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
@@ -21,14 +20,7 @@ import { now as clockNow } from "./ServiceClock.js"
 import { TasksTable } from "./Tables.js"
 import { TaskQueries } from "./TaskQueries.js"
 import { isNotQuota, isOpen, isQuota } from "./WireSql.js"
-import type { UserId } from "../domain/Ids.js"
-
-interface SlotRow extends Slot {
-  readonly user_id: number
-  readonly label: string
-  readonly sort_order: number
-  readonly created_at: string
-}
+import { slotsOf } from "./TimeSlotsTable.js"
 
 /** A quota as the prompts read it: its wire shape, with its period's end. */
 type QuotaWire = Task & { readonly progress_period_end: string | null }
@@ -41,10 +33,6 @@ export class Reminders extends Effect.Service<Reminders>()("steady/Reminders", {
     const queries = yield* TaskQueries
     const quotas = yield* Quotas
     const preferences = yield* PreferencesService
-
-    const slotsOf = (userId: UserId) =>
-      sql<SlotRow>`SELECT id, user_id, label, start_time, sort_order, steady_iso(created_at) AS created_at
-        FROM time_slots WHERE user_id = ${userId} ORDER BY start_time, id`.pipe(Effect.orDie)
 
     const today = (user: CurrentUserShape) =>
       Effect.gen(function*() {
@@ -74,7 +62,7 @@ export class Reminders extends Effect.Service<Reminders>()("steady/Reminders", {
       Effect.gen(function*() {
         const { date, now, prefs } = yield* today(user)
         const zone = prefs.timezone
-        const slots = yield* slotsOf(user.id)
+        const slots = yield* slotsOf(sql, user.id)
         const dayStart = startOfLocalDay(now, zone)
         const dayEnd = startOfNextLocalDay(now, zone)
         const reminders = yield* Effect.orDie(sql<{ task: Task }>`

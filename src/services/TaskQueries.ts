@@ -2,15 +2,16 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { Fragment } from "@effect/sql/Statement"
 import { Effect, Option } from "effect"
 import { NotFound } from "../domain/Errors.js"
-import type { ProjectAccess } from "../domain/Project.js"
 import { startOfLocalDay, startOfNextLocalDay } from "../domain/LocalTime.js"
 import { type Page, pageOf } from "../domain/QueryParams.js"
 import type { Task, TaskListQuery } from "../domain/Task.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { now as clockNow } from "./ServiceClock.js"
-import { type CalendarColumns, calendarColumns, calendarFrom } from "./UserCalendar.js"
+import { calendarFrom } from "./UserCalendar.js"
+import { type CalendarColumns, calendarColumns } from "./UsersTable.js"
 import { decodeRow, taskRowJson, TasksTable } from "./Tables.js"
-import { inSharedProject, isOpen, isOverdue, isQuota, wireArray } from "./WireSql.js"
+import { isOpen, isOverdue, isQuota, wireArray } from "./WireSql.js"
+import { inboxId, inSharedProject, projectAccess as projectAccessOf, usableProject } from "./ProjectsTable.js"
 import type { ProjectId, TaskId, UserId } from "../domain/Ids.js"
 
 /**
@@ -186,26 +187,10 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
 
     /** A project the caller may file tasks in: their own or a shared one. */
     const projectUsable = (user: CurrentUserShape, projectId: ProjectId) =>
-      sql<{ id: ProjectId }>`SELECT id FROM projects WHERE id = ${projectId} AND (owner_id = ${user.id} OR shared)`.pipe(
-        Effect.map((rows) => Option.fromNullable(rows[0]?.id)),
-        Effect.orDie
-      )
+      Effect.map(usableProject(sql, user.id, projectId), Option.fromNullable)
 
-    /**
-     * Who can see a project, read with a share lock so it cannot be unshared before the
-     * transaction that files a task in it commits.
-     */
-    const projectAccess = (projectId: number) =>
-      sql<ProjectAccess>`SELECT owner_id, shared FROM projects WHERE id = ${projectId} FOR SHARE`.pipe(
-        Effect.map((rows) => rows[0]),
-        Effect.orDie
-      )
-
-    const inboxOf = (userId: UserId) =>
-      sql<{ id: number }>`SELECT id FROM projects WHERE owner_id = ${userId} AND is_inbox`.pipe(
-        Effect.map((rows) => rows[0]!.id),
-        Effect.orDie
-      )
+    const projectAccess = (projectId: number) => projectAccessOf(sql, projectId)
+    const inboxOf = (userId: UserId) => inboxId(sql, userId)
 
     const listJson = (user: CurrentUserShape, query: TaskListQuery) => Effect.flatMap(clockNow, (now) => listJsonAt(user, query, now))
     const counts = (user: CurrentUserShape) => Effect.flatMap(clockNow, (now) => countsAt(user, now))

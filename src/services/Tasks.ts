@@ -15,6 +15,7 @@ import { Quotas } from "./Quotas.js"
 import { TasksTable } from "./Tables.js"
 import { TaskQueries } from "./TaskQueries.js"
 import { UserCalendar } from "./UserCalendar.js"
+import { inboxOf } from "./ProjectsTable.js"
 import type { ProjectId, TaskId } from "../domain/Ids.js"
 
 type Wire = Record<string, unknown>
@@ -90,7 +91,7 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
           const inserted = yield* tx.insertAtCommit(
             TasksTable,
             row,
-            projectId === undefined ? { project_id: sql`(SELECT id FROM projects WHERE owner_id = ${user.id} AND is_inbox)` } : {}
+            projectId === undefined ? { project_id: inboxOf(sql, sql`${user.id}`) } : {}
           )
           if (enrich) wakeWorker = yield* enrichment.noteQueued
           tx.emit({ event: "task.created", taskId: inserted.id, data: { task: inserted.wire as JsonValue } })

@@ -9,6 +9,7 @@ import { Mutations, type Tx } from "./Mutations.js"
 import { PreferencesService } from "./PreferencesService.js"
 import { TasksTable, TimeSlotsTable } from "./Tables.js"
 import { isNotQuota, isOpen, isQuota } from "./WireSql.js"
+import { slotById, slotsOf } from "./TimeSlotsTable.js"
 import type { TaskId, TimeSlotId, UserId } from "../domain/Ids.js"
 
 const Label = (label: string) => label.trim()
@@ -20,28 +21,17 @@ export class TimeSlots extends Effect.Service<TimeSlots>()("steady/TimeSlots", {
     const mutations = yield* Mutations
     const preferences = yield* PreferencesService
 
-    const slotsOf = (userId: UserId, lock = false) =>
-      (lock
-        ? sql<TimeSlotRow>`SELECT id, user_id, label, start_time, sort_order, steady_iso(created_at) AS created_at
-            FROM time_slots WHERE user_id = ${userId} ORDER BY start_time, id FOR UPDATE`
-        : sql<TimeSlotRow>`SELECT id, user_id, label, start_time, sort_order, steady_iso(created_at) AS created_at
-            FROM time_slots WHERE user_id = ${userId} ORDER BY start_time, id`).pipe(Effect.orDie)
-
-    const slotJson = (id: number) =>
-      sql<TimeSlotRow>`SELECT id, user_id, label, start_time, sort_order, steady_iso(created_at) AS created_at
-        FROM time_slots WHERE id = ${id}`.pipe(Effect.map((rows) => rows[0]!), Effect.orDie)
-
     /** sort_order follows start_time: slots are always in time order, never reordered by hand. */
     const renumber = (tx: Tx, userId: UserId) =>
       Effect.gen(function*() {
-        const slots = yield* slotsOf(userId)
+        const slots = yield* slotsOf(sql, userId)
         for (const [index, slot] of slots.entries()) {
           if (slot.sort_order !== index) yield* tx.update(TimeSlotsTable, slot.id, { sort_order: index })
         }
       })
 
     const list = (user: CurrentUserShape) =>
-      Effect.map(slotsOf(user.id), (time_slots) => ({ time_slots, count: time_slots.length }))
+      Effect.map(slotsOf(sql, user.id), (time_slots) => ({ time_slots, count: time_slots.length }))
 
     const checkFree = (slots: ReadonlyArray<TimeSlotRow>, startTime: string, except?: number) =>
       slots.some((s) => s.start_time === startTime && s.id !== except)
@@ -51,7 +41,7 @@ export class TimeSlots extends Effect.Service<TimeSlots>()("steady/TimeSlots", {
     const create = (user: CurrentUserShape, label: string, startTime: string) =>
       mutations.run({ user, action: "time_slot_create" }, (tx) =>
         Effect.gen(function*() {
-          const slots = yield* slotsOf(user.id, true)
+          const slots = yield* slotsOf(sql, user.id, true)
           yield* checkFree(slots, startTime)
           const row = yield* tx.insert(TimeSlotsTable, {
             user_id: user.id,
@@ -62,7 +52,7 @@ export class TimeSlots extends Effect.Service<TimeSlots>()("steady/TimeSlots", {
           })
           yield* renumber(tx, user.id)
           tx.describe(`Added the time slot '${Label(label)}' at ${startTime}`)
-          return yield* slotJson(row.id)
+          return yield* slotById(sql, row.id)
         }))
 
     /** The user's open reminders with their local time of day. */
@@ -111,7 +101,7 @@ export class TimeSlots extends Effect.Service<TimeSlots>()("steady/TimeSlots", {
         ORDER BY id FOR UPDATE`.pipe(Effect.orDie)
 
     const lockSlot = (user: CurrentUserShape, id: TimeSlotId) =>
-      Effect.flatMap(slotsOf(user.id, true), (slots) => {
+      Effect.flatMap(slotsOf(sql, user.id, true), (slots) => {
         const slot = slots.find((s) => s.id === id)
         return slot === undefined ? Effect.fail(NotFound.of("Time slot")) : Effect.succeed({ slot, slots })
       })
@@ -123,7 +113,7 @@ export class TimeSlots extends Effect.Service<TimeSlots>()("steady/TimeSlots", {
     const update = (user: CurrentUserShape, id: TimeSlotId, patch: { readonly label?: string | undefined; readonly start_time?: string | undefined }) =>
       Effect.gen(function*() {
         const prefs = yield* preferences.get(user)
-        const known = (yield* slotsOf(user.id)).find((s) => s.id === id)
+        const known = (yield* slotsOf(sql, user.id)).find((s) => s.id === id)
         if (known === undefined) return yield* Effect.fail(NotFound.of("Time slot"))
         const moving = patch.start_time !== undefined && patch.start_time !== known.start_time
         const [result, undoId] = yield* mutations.runWithUndoId(
@@ -148,7 +138,7 @@ export class TimeSlots extends Effect.Service<TimeSlots>()("steady/TimeSlots", {
                   ? `Moved the time slot '${slot.label}' from ${slot.start_time} to ${newStart}`
                   : `Renamed the time slot '${slot.label}' to '${writes.label ?? slot.label}'`
               )
-              return { slot: yield* slotJson(id), reminders_moved: remindersMoved, quotas_moved: quotasMoved }
+              return { slot: yield* slotById(sql, id), reminders_moved: remindersMoved, quotas_moved: quotasMoved }
             })
         )
         return { ...result, undo_id: undoId }
@@ -170,7 +160,7 @@ export class TimeSlots extends Effect.Service<TimeSlots>()("steady/TimeSlots", {
             for (const quota of configured) {
               yield* tx.update(TasksTable, quota.id, { quota_prompt_config: { ...quota.quota_prompt_config, slot_id: heir.id } })
             }
-            const before = yield* slotJson(id)
+            const before = yield* slotById(sql, id)
             yield* tx.remove(TimeSlotsTable, id)
             yield* renumber(tx, user.id)
             tx.describe(`Deleted the time slot '${slot.label}' (${slot.start_time})`)

@@ -1,23 +1,9 @@
 import * as SqlClient from "@effect/sql/SqlClient"
-import type { Fragment } from "@effect/sql/Statement"
 import { Effect } from "effect"
 import { DEFAULT_PREFERENCES } from "../domain/Preferences.js"
-import type { PeriodSettings, WeekStartDay } from "../domain/QuotaPeriods.js"
+import type { PeriodSettings } from "../domain/QuotaPeriods.js"
 import type { UserId } from "../domain/Ids.js"
-
-/** The columns a statement reads for a user's calendar (`calendarColumns`). */
-export interface CalendarColumns {
-  readonly timezone: string
-  /** As stored in the preferences: null until the user sets it. */
-  readonly week_start: WeekStartDay | null
-}
-
-/**
- * The user's calendar from a row of `users` under `alias`, for a statement that reads it with
- * something else (a locked task, a batch of quotas) instead of a round trip of its own.
- */
-export const calendarColumns = (sql: SqlClient.SqlClient, alias: string): Fragment =>
-  sql`${sql.literal(alias)}.timezone, ${sql.literal(alias)}.preferences->>'week_start' AS week_start`
+import { type CalendarColumns, calendarOf } from "./UsersTable.js"
 
 export const calendarFrom = (row: CalendarColumns): PeriodSettings => ({
   zone: row.timezone,
@@ -35,10 +21,7 @@ export class UserCalendar extends Effect.Service<UserCalendar>()("steady/UserCal
     const sql = yield* SqlClient.SqlClient
 
     const of = (userId: UserId) =>
-      sql<CalendarColumns>`SELECT ${calendarColumns(sql, "u")} FROM users u WHERE u.id = ${userId}`.pipe(
-        Effect.map((rows) => calendarFrom(rows[0]!)),
-        Effect.orDie
-      )
+      Effect.map(calendarOf(sql, userId), calendarFrom)
 
     /** Periods, occurrences and prompt days of a task in a shared project never follow the actor. */
     const ofTask = (task: { readonly user_id: UserId }) => of(task.user_id)

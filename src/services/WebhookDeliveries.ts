@@ -4,6 +4,7 @@ import { now as clockNow } from "./ServiceClock.js"
 import type { AttemptResult } from "./WebhookSender.js"
 import type { UserId, WebhookId } from "../domain/Ids.js"
 import type { DeliveryLog } from "../domain/Webhook.js"
+import { deliveryTarget, hasActiveWebhook } from "./WebhooksTable.js"
 
 /**
  * A claimed delivery is leased for longer than all its remaining attempts can take
@@ -30,12 +31,6 @@ export interface ClaimedDelivery {
   readonly attempts: number
 }
 
-export interface DeliveryTarget {
-  readonly url: string
-  readonly secret: string
-  readonly active: boolean
-}
-
 /**
  * Deliveries waiting per webhook. A receiver that is down while its user keeps working
  * would otherwise grow the outbox without end; past this the oldest waiting ones are
@@ -60,7 +55,7 @@ export const deliveryWrites = (sql: SqlClient.SqlClient, userId: UserId, at: str
       SELECT steady_deliver(${userId}, ${at}::timestamptz,
         (SELECT jsonb_agg(jsonb_build_object('n', e.n, 'event', e.event, 'body', e.body)) FROM events e),
         ${MAX_PENDING_PER_WEBHOOK}) AS n
-      WHERE EXISTS (SELECT 1 FROM webhooks w WHERE w.user_id = ${userId} AND w.active))`
+      WHERE ${hasActiveWebhook(sql, userId)})`
 
 /**
  * The CTE of the commit statement that keeps the events (a CTE `events` with `n`, `event`,
@@ -149,11 +144,7 @@ export class WebhookDeliveries extends Effect.Service<WebhookDeliveries>()("stea
           WHERE id = ${delivery.id}::bigint`).pipe(Effect.orDie)
 
     /** Where a delivery goes, read at each attempt: a webhook deleted or deactivated since stops it. */
-    const target = (delivery: ClaimedDelivery) =>
-      sql<DeliveryTarget>`SELECT url, secret, active FROM webhooks WHERE id = ${delivery.webhook_id}`.pipe(
-        Effect.map((rows) => rows[0]),
-        Effect.orDie
-      )
+    const target = (delivery: ClaimedDelivery) => deliveryTarget(sql, delivery.webhook_id)
 
     /** Counts an attempt before it goes out, so an instance that takes the delivery over does not repeat it. */
     const countAttempt = (delivery: ClaimedDelivery, number: number) =>

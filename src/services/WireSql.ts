@@ -26,14 +26,6 @@ export const hasRunningPeriod = (sql: SqlClient.SqlClient, alias = "t"): Fragmen
   return sql`${c("progress_period_end")} IS NOT NULL AND NOT ${c("done")} AND ${c("deleted_at")} IS NULL`
 }
 
-/**
- * Whether the project `projectId` names (a column of the caller's row) is shared, looked up
- * by key for that row: an `IN (shared projects)` lets a plan made on a small database hash
- * every shared project on each call, for good. False without a project.
- */
-export const inSharedProject = (sql: SqlClient.SqlClient, projectId: string): Fragment =>
-  sql`COALESCE((SELECT sp.shared FROM projects sp WHERE sp.id = ${sql.literal(projectId)}), false)`
-
 /** A quota: a target above 1, or tracked (spec §1). */
 export const isQuota = (sql: SqlClient.SqlClient, alias = "t"): Fragment => {
   const c = columnsOf(sql, alias)
