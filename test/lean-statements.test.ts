@@ -47,8 +47,8 @@ describe(`lean statements (${databaseKind()})`, () => {
   it("runs inside the transaction: its writes are seen there and rolled back with it", async () => {
     const seen = await withSql((sql) =>
       sql.withTransaction(Effect.gen(function*() {
-        yield* sql`INSERT INTO lean_notes (id, note) VALUES (${1}, ${"inside"})`
-        const rows = yield* sql<{ note: string }>`SELECT note FROM lean_notes WHERE id = ${1}`
+        yield* Effect.orDie(sql`INSERT INTO lean_notes (id, note) VALUES (${1}, ${"inside"})`)
+        const rows = yield* Effect.orDie(sql<{ note: string }>`SELECT note FROM lean_notes WHERE id = ${1}`)
         return yield* Effect.fail({ rows })
       })).pipe(Effect.flip)
     )
