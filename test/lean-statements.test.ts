@@ -50,7 +50,7 @@ describe(`lean statements (${databaseKind()})`, () => {
         yield* Effect.orDie(sql`INSERT INTO lean_notes (id, note) VALUES (${1}, ${"inside"})`)
         const rows = yield* Effect.orDie(sql<{ note: string }>`SELECT note FROM lean_notes WHERE id = ${1}`)
         return yield* Effect.fail({ rows })
-      })).pipe(Effect.flip)
+      })).pipe(Effect.catchTag("SqlError", Effect.die), Effect.flip)
     )
     expect(seen.rows).toEqual([{ note: "inside" }])
     expect(await withSql((sql) => sql`SELECT note FROM lean_notes`)).toEqual([])
