@@ -15,7 +15,8 @@ import { AI_FEATURES, type AiFeature, AppConfig } from "./AppConfig.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { now as clockNow } from "./ServiceClock.js"
 import { TaskQueries } from "./TaskQueries.js"
-import { isNotQuota, isOpen } from "./WireSql.js"
+import { openTaskLines, type TaskLine, whatsNextCandidates } from "./TaskListSql.js"
+import { pendingOf } from "./TaskEnrichmentSql.js"
 import { aiContextOf } from "./UsersTable.js"
 import type { UserId } from "../domain/Ids.js"
 
@@ -31,13 +32,7 @@ export const requireAi = (enabled: boolean) =>
     details: { reason: "ai_off" }
   }))
 
-export interface TaskLine {
-  readonly id: number
-  readonly title: string
-  readonly priority: number
-  readonly due_at: string | null
-  readonly created_at: string
-}
+export type { TaskLine }
 
 const lineOf = (t: TaskLine, zone: string) =>
   `${t.id} | P${t.priority} | ${t.due_at === null ? "no date" : `${localDate(new Date(t.due_at), zone)} ${localTimeOfDay(new Date(t.due_at), zone)}`} | ${
@@ -61,11 +56,7 @@ export class AiAssist extends Effect.Service<AiAssist>()("steady/AiAssist", {
         (context) => Array.from((context ?? "").trim()).slice(0, 1000).join("") || "(nothing given)"
       )
 
-    const openTasks = (userId: UserId, limit: number) =>
-      sql<TaskLine>`
-        SELECT id, title, priority, steady_iso(due_at) AS due_at, steady_iso(created_at) AS created_at FROM tasks
-        WHERE user_id = ${userId} AND ${isOpen(sql, "")}
-        ORDER BY due_at NULLS LAST, priority DESC, id LIMIT ${limit}`.pipe(Effect.orDie)
+    const openTasks = (userId: UserId, limit: number) => openTaskLines(sql, userId, limit)
 
     const quickTake = (user: CurrentUserShape, input: { readonly title: string; readonly has_due_date?: boolean | undefined }) =>
       Effect.gen(function*() {
@@ -112,8 +103,7 @@ export class AiAssist extends Effect.Service<AiAssist>()("steady/AiAssist", {
     const status = (user: CurrentUserShape) =>
       Effect.gen(function*() {
         yield* requireAi(gateway.enabled)
-        const [pending] = yield* sql<{ n: number }>`
-          SELECT count(*)::int AS n FROM tasks WHERE user_id = ${user.id} AND enrichment_status = 'pending'`
+        const pending = yield* pendingOf(sql, user.id)
         const calls = yield* sql<{
           feature: string
           status: "ok" | "error"
@@ -130,7 +120,7 @@ export class AiAssist extends Effect.Service<AiAssist>()("steady/AiAssist", {
           provider: picked.provider,
           provider_display: picked.providerDisplay,
           models: Object.fromEntries(AI_FEATURES.map((f) => [f, gateway.choice(f).model])) as Record<AiFeature, string>,
-          pending_enrichments: pending?.n ?? 0,
+          pending_enrichments: pending,
           recent_calls: calls
         }
       }).pipe(Effect.catchTag("SqlError", Effect.die), Effect.withSpan("AiAssist.status"))
@@ -146,11 +136,7 @@ export class AiAssist extends Effect.Service<AiAssist>()("steady/AiAssist", {
     /** Open, not quotas: undated, overdue or due within 7 days (spec §4.9 / issue 11). */
     const candidates = (userId: UserId, now: Date) => {
       const weekAhead = new Date(now.getTime() + 7 * 86_400_000).toISOString()
-      return sql<TaskLine>`
-        SELECT id, title, priority, steady_iso(due_at) AS due_at, steady_iso(created_at) AS created_at FROM tasks
-        WHERE user_id = ${userId} AND ${isOpen(sql, "")} AND ${isNotQuota(sql, "")}
-          AND (due_at IS NULL OR due_at <= ${weekAhead}::timestamptz)
-        ORDER BY due_at NULLS LAST, priority DESC, id LIMIT ${WHATS_NEXT_MAX_CANDIDATES}`.pipe(Effect.orDie)
+      return whatsNextCandidates(sql, userId, weekAhead, WHATS_NEXT_MAX_CANDIDATES)
     }
 
     const store = (userId: UserId, day: string, result: WhatsNextResult) =>

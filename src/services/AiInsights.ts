@@ -6,8 +6,7 @@ import {
   chunksOf,
   INSIGHTS_CHUNK,
   INSIGHTS_MAX_TASKS,
-  InsightsAnswer,
-  type InsightTask
+  InsightsAnswer
 } from "../domain/AiAnswers.js"
 import { Conflict, NotFound } from "../domain/Errors.js"
 import { localDate } from "../domain/LocalTime.js"
@@ -17,7 +16,7 @@ import { fill } from "./AiPrompts.js"
 import { AppConfig } from "./AppConfig.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { now as clockNow } from "./ServiceClock.js"
-import { isOpen } from "./WireSql.js"
+import { type InsightCandidate, insightCandidates, insightResults } from "./TaskListSql.js"
 
 interface SessionRow {
   readonly session_id: string
@@ -27,11 +26,6 @@ interface SessionRow {
   readonly started_at: string
   readonly finished_at: string | null
   readonly error: string | null
-}
-
-interface CandidateRow extends InsightTask {
-  readonly title: string
-  readonly due_at: string | null
 }
 
 /**
@@ -55,15 +49,9 @@ export class AiInsights extends Effect.Service<AiInsights>()("steady/AiInsights"
         WHERE status = 'running' AND heartbeat_at < ${cutoff}::timestamptz`
     }).pipe(Effect.orDie)
 
-    const candidates = (user: CurrentUserShape, now: Date) =>
-      sql<CandidateRow>`
-        SELECT id, title, priority, steady_iso(due_at) AS due_at,
-               floor(extract(epoch FROM (${now.toISOString()}::timestamptz - created_at)) / 86400)::int AS "ageDays"
-        FROM tasks
-        WHERE user_id = ${user.id} AND ${isOpen(sql, "")}
-        ORDER BY created_at, id LIMIT ${INSIGHTS_MAX_TASKS}`.pipe(Effect.orDie)
+    const candidates = (user: CurrentUserShape, now: Date) => insightCandidates(sql, user.id, now, INSIGHTS_MAX_TASKS)
 
-    const runChunk = (user: CurrentUserShape, sessionId: string, chunk: ReadonlyArray<CandidateRow>, context: string) =>
+    const runChunk = (user: CurrentUserShape, sessionId: string, chunk: ReadonlyArray<InsightCandidate>, context: string) =>
       Effect.gen(function*() {
         const now = yield* clockNow
         const prompt = fill(gateway.promptText("insights"), {
@@ -96,7 +84,7 @@ export class AiInsights extends Effect.Service<AiInsights>()("steady/AiInsights"
             finished_at = ${now.toISOString()}::timestamptz, error = ${error}
           WHERE id = ${sessionId} AND status = 'running'`).pipe(Effect.orDie)
 
-    const runSession = (user: CurrentUserShape, sessionId: string, tasks: ReadonlyArray<CandidateRow>) =>
+    const runSession = (user: CurrentUserShape, sessionId: string, tasks: ReadonlyArray<InsightCandidate>) =>
       Effect.gen(function*() {
         const context = yield* assist.aiContext(user.id)
         for (const chunk of chunksOf(tasks, INSIGHTS_CHUNK)) yield* runChunk(user, sessionId, chunk, context)
@@ -152,10 +140,7 @@ export class AiInsights extends Effect.Service<AiInsights>()("steady/AiInsights"
           SELECT id, steady_iso(finished_at) AS finished_at FROM ai_insight_sessions
           WHERE user_id = ${user.id} AND status = 'complete' ORDER BY finished_at DESC, started_at DESC LIMIT 1`.pipe(Effect.orDie)
         if (session === undefined) return { session_id: null, generated_at: null, results: [], count: 0 }
-        const rows = yield* sql<{ task_id: number; title: string; score: number; commentary: string; signals: any }>`
-          SELECT r.task_id, COALESCE(t.title, '') AS title, r.score, r.commentary, r.signals
-          FROM ai_insight_results r LEFT JOIN tasks t ON t.id = r.task_id
-          WHERE r.session_id = ${session.id} ORDER BY r.score DESC, r.task_id`.pipe(Effect.orDie)
+        const rows = yield* insightResults(sql, session.id)
         return { session_id: session.id, generated_at: session.finished_at, results: rows, count: rows.length }
       }).pipe(Effect.withSpan("AiInsights.results"))
 

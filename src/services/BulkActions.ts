@@ -11,7 +11,8 @@ import type { CurrentUserShape } from "./CurrentUser.js"
 import { DatabaseMaintenance } from "./DatabaseMaintenance.js"
 import { Mutations, type Tx } from "./Mutations.js"
 import { Quotas } from "./Quotas.js"
-import { decodeRow, taskRowJson, TasksTable } from "./Tables.js"
+import { TasksTable } from "./Tables.js"
+import { lockOverdue, lockVisibleAmong } from "./TasksTable.js"
 import { TaskLifecycle } from "./TaskLifecycle.js"
 import { TaskQueries } from "./TaskQueries.js"
 import { UserCalendar } from "./UserCalendar.js"
@@ -34,14 +35,7 @@ export class BulkActions extends Effect.Service<BulkActions>()("steady/BulkActio
     const maintenance = yield* DatabaseMaintenance
 
     /** The visible rows among `ids`, locked, in id order. */
-    const lockMany = (user: CurrentUserShape, ids: ReadonlyArray<number>) =>
-      sql<{ row: Record<string, unknown> }>`
-        SELECT ${sql.literal(taskRowJson)} AS row FROM tasks t
-        WHERE t.id IN ${sql.in([...ids])} AND ${queries.visible(user.id)}
-        ORDER BY t.id FOR UPDATE OF t`.pipe(
-        Effect.map((rows) => rows.map((r) => decodeRow(TasksTable, r.row))),
-        Effect.orDie
-      )
+    const lockMany = (user: CurrentUserShape, ids: ReadonlyArray<number>) => lockVisibleAmong(sql, user.id, ids)
 
     const unique = (ids: ReadonlyArray<number>) => [...new Set(ids)]
 
@@ -124,10 +118,7 @@ export class BulkActions extends Effect.Service<BulkActions>()("steady/BulkActio
       mutations.run({ user, action: "bulk_snooze" }, (tx) =>
         Effect.gen(function*() {
           const counts = emptyCounts()
-          const overdue = yield* Effect.orDie(sql<{ row: Record<string, unknown> }>`
-            SELECT ${sql.literal(taskRowJson)} AS row FROM tasks t WHERE ${queries.overdue(user.id, tx.now)}
-            ORDER BY t.id FOR UPDATE OF t`)
-          const rows = overdue.map((r) => decodeRow(TasksTable, r.row))
+          const rows = yield* lockOverdue(sql, user.id, tx.now)
           const urgent = rows.filter((r) => r.priority >= URGENT)
           counts.skipped_urgent = urgent.length
           yield* snoozeRows(tx, rows.filter((r) => r.priority < URGENT), until, counts)

@@ -4,9 +4,8 @@ import { type FeedTask, MAX_FEED_ITEMS, renderFeed } from "../domain/CalendarFee
 import { NotFound, Unauthorized } from "../domain/Errors.js"
 import { generateSecret, sha256 } from "./Credentials.js"
 import { now } from "./ServiceClock.js"
-import { isNotQuota, isOpen } from "./WireSql.js"
 import { calendarKeyOwner, deleteCalendarKey, putCalendarKey } from "./CredentialsTable.js"
-import { sharedProjectIds } from "./ProjectsTable.js"
+import { feedBody } from "./TaskListSql.js"
 import type { UserId } from "../domain/Ids.js"
 
 /** One task as the database sends it: a JSON array in `FeedTask` field order. */
@@ -71,27 +70,8 @@ export class CalendarFeeds extends Effect.Service<CalendarFeeds>()("steady/Calen
      * rows come back as one JSON text of arrays: parsing that once is about twice as fast as
      * the drivers' row-by-row decoding at this size.
      */
-    const tasksOf = (userId: UserId) => {
-      const dated = sql`${isOpen(sql)} AND t.due_at IS NOT NULL AND ${isNotQuota(sql)}`
-      return sql<{ body: string }>`
-        SELECT COALESCE(json_agg(json_build_array(
-          t.id, t.title, t.notes, t.priority, steady_iso(t.due_at), steady_iso(t.series_start_at),
-          steady_iso(t.created_at), steady_iso(t.updated_at), t.rrule, t.anchor_time, t.labels
-        ) ORDER BY t.due_at, t.id), '[]')::text AS body
-        FROM (
-          SELECT * FROM (
-            (SELECT t.* FROM tasks t WHERE t.user_id = ${userId} AND ${dated}
-             ORDER BY t.due_at, t.id LIMIT ${MAX_FEED_ITEMS})
-            UNION ALL
-            (SELECT t.* FROM tasks t
-             WHERE t.user_id <> ${userId} AND t.project_id IN ${sharedProjectIds(sql)} AND ${dated}
-             ORDER BY t.due_at, t.id LIMIT ${MAX_FEED_ITEMS})
-          ) merged ORDER BY merged.due_at, merged.id LIMIT ${MAX_FEED_ITEMS}
-        ) t`.pipe(
-        Effect.map((rows) => (JSON.parse(rows[0]!.body) as Array<FeedTuple>).map(fromTuple)),
-        Effect.orDie
-      )
-    }
+    const tasksOf = (userId: UserId) =>
+      Effect.map(feedBody(sql, userId, MAX_FEED_ITEMS), (body) => (JSON.parse(body) as Array<FeedTuple>).map(fromTuple))
 
     /** The feed behind a key as `text/calendar` text; 401 for an unknown or revoked key. */
     const feed = (key: string, origin: string) =>

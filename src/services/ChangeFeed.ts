@@ -6,6 +6,7 @@ import { now as clockNow } from "./ServiceClock.js"
 import { projectJson } from "./WireSql.js"
 import { slotJson, slotNamedBy } from "./TimeSlotsTable.js"
 import { projectNamedBy, projectSharedBy } from "./ProjectsTable.js"
+import { taskNamedBy } from "./TasksTable.js"
 import type { UserId } from "../domain/Ids.js"
 
 /** Feed rows older than this are purged (and a cursor before them answers 410). */
@@ -115,8 +116,7 @@ export class ChangeFeed extends Effect.Service<ChangeFeed>()("steady/ChangeFeed"
           COALESCE(t.user_id, p.owner_id, s.user_id) AS obj_owner,
           COALESCE(tp.shared, p.shared, false) AS obj_shared
         FROM page c
-        LEFT JOIN LATERAL (SELECT x AS task, x.id, x.user_id, x.project_id FROM tasks x
-                           WHERE c.kind = 'task' AND x.id = c.object_id OFFSET 0) t ON true
+        LEFT JOIN LATERAL ${taskNamedBy(sql, "c.kind", "c.object_id")} t ON true
         LEFT JOIN LATERAL ${projectSharedBy(sql, "t.project_id")} tp ON true
         LEFT JOIN LATERAL ${projectNamedBy(sql, "x.*", "c.kind", "c.object_id")} p ON true
         LEFT JOIN LATERAL ${slotNamedBy(sql, "x.*", "c.kind", "c.object_id")} s ON true

@@ -4,6 +4,7 @@ import { Effect } from "effect"
 import type { RowChange } from "../domain/Changes.js"
 import { anyShared, inSharedProject, projectNamedBy } from "./ProjectsTable.js"
 import { slotNamedBy } from "./TimeSlotsTable.js"
+import { taskById, taskOwnerNamedBy } from "./TasksTable.js"
 
 /** The NOTIFY channel that wakes the change streams of every instance on one PostgreSQL (see `ChangeWakeup`). */
 export const CHANGES_CHANNEL = "steady_changes"
@@ -93,7 +94,7 @@ const oneTaskInsert = (sql: SqlClient.SqlClient, at: Date, entry: Entry, inserte
     INSERT INTO changes (at, kind, object_id, op, user_id, shared)
     SELECT ${at.toISOString()}::timestamptz, 'task', ${inserted === undefined ? sql`e.id` : sql`x.id`}, 'upsert', ${owner},
       ${inSharedProject(sql, "x.project_id")} OR ${anyShared(sql, sql`= ANY(${projects}::integer[])`)}
-    FROM ${inserted === undefined ? sql`(SELECT ${entry.id}::integer AS id) AS e LEFT JOIN tasks x ON x.id = e.id` : sql`${inserted} x`}
+    FROM ${inserted === undefined ? taskById(sql, entry.id) : sql`${inserted} x`}
     WHERE ${owner} IS NOT NULL`
 }
 
@@ -113,8 +114,7 @@ const entriesInsert = (sql: SqlClient.SqlClient, at: Date, entries: ReadonlyArra
     FROM jsonb_to_recordset(${entriesJson(sql, entries, pending)})
       AS e(kind text, id integer, op text, owner integer, projects jsonb, was_shared boolean, n integer)
     LEFT JOIN LATERAL (
-      SELECT x.user_id, ${inSharedProject(sql, "x.project_id")} AS in_shared
-      FROM tasks x WHERE e.kind = 'task' AND x.id = e.id
+      ${taskOwnerNamedBy(sql, "e.kind", "e.id")}
       ${
     pending === undefined ? sql`` : sql`UNION ALL
       SELECT x.user_id, ${inSharedProject(sql, "x.project_id")} FROM ${pending.tasks} x WHERE e.kind = 'task' AND x.id = e.id`

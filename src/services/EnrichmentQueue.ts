@@ -5,7 +5,7 @@ import { afterCommit } from "./AfterCommit.js"
 import { AppConfig } from "./AppConfig.js"
 import { recordChanges, taskEntry } from "./ChangeLog.js"
 import { ChangeWakeup } from "./ChangeWakeup.js"
-import { inboxOf } from "./ProjectsTable.js"
+import { endRequest, promotePending, requeueTask } from "./TaskEnrichmentSql.js"
 import type { TaskId, UserId } from "../domain/Ids.js"
 
 export interface ClaimedEnrichment {
@@ -54,25 +54,9 @@ export class EnrichmentQueue extends Effect.Service<EnrichmentQueue>()("steady/E
      * A create's request is the task row itself: `enrichment_status` 'pending' (migration
      * 0021). Its baseline, the enriched fields as created, is the row as it is until the
      * first update keeps it in `enrichment_baseline` (migration 0023). This moves up to `limit`
-     * requests, oldest first, into the queue (a pending row due at the task's creation), so
-     * `claim` can lease them. Another instance promoting the same task at once inserts nothing
-     * (ON CONFLICT); a task already queued (a reprocess, or a request queued by the code
-     * before 0021) is left. A baseline kept by the code of migration 0021 may lack the Inbox's
-     * id (a null `project_id`): the owner's Inbox, which never changes.
+     * requests into the queue (`promotePending`), so `claim` can lease them.
      */
-    const promote = (limit: number) =>
-      sql`
-        INSERT INTO ai_enrichment_queue (task_id, user_id, state, attempts, next_attempt_at, source_title, baseline, created_at, updated_at)
-        SELECT t.id, t.user_id, 'pending', 0, t.created_at, t.original_title,
-          CASE WHEN t.enrichment_baseline IS NULL THEN steady_enrichment_baseline(t)
-            ELSE t.enrichment_baseline || jsonb_build_object('project_id', COALESCE((t.enrichment_baseline->>'project_id')::integer,
-              ${inboxOf(sql, sql`t.user_id`)})) END,
-          t.created_at, t.created_at
-        FROM tasks t
-        WHERE t.enrichment_status = 'pending'
-          AND NOT EXISTS (SELECT 1 FROM ai_enrichment_queue q WHERE q.task_id = t.id)
-        ORDER BY t.id LIMIT ${limit}
-        ON CONFLICT (task_id) DO NOTHING`
+    const promote = (limit: number) => promotePending(sql, limit)
 
     /**
      * Re-queues enrichment of task `taskId` from `sourceTitle`, inside the caller's transaction;
@@ -80,18 +64,7 @@ export class EnrichmentQueue extends Effect.Service<EnrichmentQueue>()("steady/E
      */
     const requeue = (taskId: number, sourceTitle: string, now: Date) => {
       const at = now.toISOString()
-      return sql`
-        WITH queued AS (
-          INSERT INTO ai_enrichment_queue (task_id, user_id, state, attempts, next_attempt_at, source_title, baseline, created_at, updated_at)
-          SELECT t.id, t.user_id, 'pending', 0, ${at}::timestamptz, ${sourceTitle}, steady_enrichment_baseline(t),
-            ${at}::timestamptz, ${at}::timestamptz
-          FROM tasks t WHERE t.id = ${taskId}
-          ON CONFLICT (task_id) DO UPDATE SET state = 'pending', attempts = 0, next_attempt_at = EXCLUDED.next_attempt_at,
-            lease_until = NULL, source_title = EXCLUDED.source_title, baseline = EXCLUDED.baseline, last_error = NULL,
-            updated_at = EXCLUDED.updated_at
-          RETURNING task_id
-        )
-        UPDATE tasks SET enrichment_status = 'pending' WHERE id IN (SELECT task_id FROM queued)`.pipe(
+      return requeueTask(sql, taskId, sourceTitle, at).pipe(
         Effect.zipRight(noteQueued),
         Effect.orDie
       )
@@ -126,15 +99,7 @@ export class EnrichmentQueue extends Effect.Service<EnrichmentQueue>()("steady/E
 
     /** Ends a request: done or failed, on the queue row and the task. */
     const finish = (claimed: ClaimedEnrichment, state: "done" | "failed", error: string | null, now: Date) =>
-      // The task row is locked first, in the order create and reprocess take the two rows.
-      sql`SELECT id FROM tasks WHERE id = ${claimed.task_id} FOR UPDATE`.pipe(Effect.zipRight(sql<{ id: number }>`
-        WITH ended AS (
-          UPDATE ai_enrichment_queue SET state = ${state}, attempts = attempts + 1, lease_until = NULL,
-            last_error = ${error}, updated_at = ${now.toISOString()}::timestamptz
-          WHERE task_id = ${claimed.task_id} AND steady_iso(updated_at) = ${claimed.requested_at}
-          RETURNING task_id
-        )
-        UPDATE tasks SET enrichment_status = ${state}, enrichment_baseline = NULL WHERE id IN (SELECT task_id FROM ended) RETURNING id`),
+      endRequest(sql, claimed.task_id, claimed.requested_at, state, error, now).pipe(
         // This write bypasses the mutation pipeline, so it reports to the change feed itself.
         Effect.tap((rows) => recordChanges(sql, now, rows.map((row) => taskEntry(row.id)))),
         sql.withTransaction,

@@ -8,6 +8,7 @@ import { now as clockNow } from "./ServiceClock.js"
 import type { UserId } from "../domain/Ids.js"
 import { exportPage } from "./CompletionsTable.js"
 import { exportPage as projectsPage } from "./ProjectsTable.js"
+import { exportPage as tasksPage } from "./TaskListSql.js"
 
 /** Rows are read in pages of this many, so an export never holds a whole table in memory. */
 export const EXPORT_PAGE = 1000
@@ -27,10 +28,7 @@ export class Exporter extends Effect.Service<Exporter>()("steady/Exporter", {
     const page = (table: Table, userId: UserId, after: number, now: Date) => {
       switch (table) {
         case "tasks":
-          // The inlinable text form: planned once for a whole page, it renders faster than a
-          // PL/pgSQL call per row.
-          return sql<{ id: number; json: string }>`SELECT t.id, steady_task_wire_text(t) AS json FROM tasks t
-            WHERE t.user_id = ${userId} AND t.id > ${after} ORDER BY t.id LIMIT ${EXPORT_PAGE}`
+          return tasksPage(sql, userId, after, EXPORT_PAGE)
         case "projects":
           return projectsPage(sql, userId, after, EXPORT_PAGE, now)
         case "completions":

@@ -6,7 +6,8 @@ import { Liveness, WATCHED_FIBERS } from "./Liveness.js"
 import { poolStatsOf } from "./PoolStats.js"
 import { RequestMetrics } from "./RequestMetrics.js"
 import { now as clockNow } from "./ServiceClock.js"
-import { hasRunningPeriod } from "./WireSql.js"
+import { pendingCount } from "./TaskEnrichmentSql.js"
+import { rolloverLag } from "./TaskRolloverSql.js"
 import { backlogCounts } from "./WebhookDeliveries.js"
 
 interface Backlog {
@@ -33,10 +34,8 @@ const readBacklog = (sql: SqlClient.SqlClient, now: Date) => {
       ${webhooks.pending} AS webhook_backlog,
       ${webhooks.failedAttempts} AS webhook_failed_attempts,
       ${webhooks.failedDeliveries} AS webhook_failed_deliveries,
-      (SELECT count(*)::int FROM tasks WHERE enrichment_status = 'pending') AS enrichment_queue,
-      COALESCE((SELECT EXTRACT(EPOCH FROM (${now.toISOString()}::timestamptz - min(progress_period_end)))::float8
-        FROM tasks WHERE ${hasRunningPeriod(sql, "")}
-          AND progress_period_end <= ${now.toISOString()}::timestamptz), 0)::float8 AS rollover_lag`
+      ${pendingCount(sql)} AS enrichment_queue,
+      COALESCE(${rolloverLag(sql, now)}, 0)::float8 AS rollover_lag`
 }
 
 /** `GET /metrics` in the Prometheus text format (version 0.0.4). */

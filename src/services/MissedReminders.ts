@@ -1,36 +1,10 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Either } from "effect"
-import type { TaskId, UserId } from "../domain/Ids.js"
 import { nextOccurrence } from "../domain/Occurrences.js"
 import { Mutations } from "./Mutations.js"
 import { now as clockNow } from "./ServiceClock.js"
 import { TasksTable } from "./Tables.js"
-import { isNotQuota, isOpen } from "./WireSql.js"
-
-interface MissedReminder {
-  readonly id: TaskId
-  readonly user_id: UserId
-  readonly username: string
-  readonly timezone: string
-  readonly rrule: string
-  readonly anchor_time: string | null
-  readonly due_at: string
-  readonly series_start_at: string | null
-}
-
-/**
- * Up to 1,000 open recurring reminders whose time has passed, of every user: read from the
- * partial index of open recurring reminders (migration 0019), so the minutely sweep reads
- * those few rows, not every task (it was a scan of the whole table, ~2 s at a million tasks).
- */
-export const missedReminders = (sql: SqlClient.SqlClient, now: Date) =>
-  sql<MissedReminder>`
-    SELECT t.id, t.user_id, u.username, u.timezone, t.rrule, t.anchor_time, steady_iso(t.due_at) AS due_at,
-           steady_iso(t.series_start_at) AS series_start_at
-    FROM tasks t JOIN users u ON u.id = t.user_id
-    WHERE t.is_reminder AND t.rrule IS NOT NULL AND ${isNotQuota(sql)} AND ${isOpen(sql)}
-      AND t.due_at < ${now.toISOString()}::timestamptz
-    ORDER BY t.id LIMIT 1000`
+import { missedReminders } from "./TaskRolloverSql.js"
 
 /**
  * A recurring reminder whose time has passed rolls forward to its next occurrence after

@@ -8,7 +8,8 @@ import { Mutations } from "./Mutations.js"
 import { now as clockNow } from "./ServiceClock.js"
 import { ProjectsTable, TasksTable } from "./Tables.js"
 import { lockProject, nextSortOrder, projectsVisibleTo, projectVisibleTo } from "./ProjectsTable.js"
-import type { ProjectId, TaskId } from "../domain/Ids.js"
+import { lockWithInbox } from "./TasksTable.js"
+import type { ProjectId } from "../domain/Ids.js"
 
 /** Project writes go through the mutation pipeline; reads build JSON in the database. */
 export class Projects extends Effect.Service<Projects>()("steady/Projects", {
@@ -87,9 +88,7 @@ export class Projects extends Effect.Service<Projects>()("steady/Projects", {
         Effect.gen(function*() {
           const project = yield* lockOwned(user, id)
           if (project.is_inbox) return yield* Effect.fail(ValidationError.field("id", "The Inbox cannot be deleted"))
-          const tasks = yield* Effect.orDie(sql<{ id: TaskId; inbox: ProjectId }>`
-            SELECT t.id, p.id AS inbox FROM tasks t JOIN projects p ON p.owner_id = t.user_id AND p.is_inbox
-            WHERE t.project_id = ${id} ORDER BY t.id FOR UPDATE OF t`)
+          const tasks = yield* lockWithInbox(sql, id)
           for (const task of tasks) yield* tx.update(TasksTable, task.id, { project_id: task.inbox })
           yield* tx.remove(ProjectsTable, id)
           tx.describe(`Deleted project '${project.name}'`)

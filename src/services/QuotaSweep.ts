@@ -2,8 +2,7 @@ import type * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import { closingFrom, type EndedSchedule, endedSchedule } from "../domain/QuotaClosing.js"
 import { calendarFrom } from "./UserCalendar.js"
-import { type CalendarColumns, calendarColumns } from "./UsersTable.js"
-import { hasRunningPeriod } from "./WireSql.js"
+import { claimEnded, startNextPeriods, type SweepCursor } from "./TaskRolloverSql.js"
 import { addToDays } from "./DailyStatsTable.js"
 import { insertSwept, type SweptCompletion } from "./CompletionsTable.js"
 
@@ -28,28 +27,7 @@ export const SWEEP_BATCH = 1000
 /** Batches one sweep runs at once, each on its own connection. */
 export const SWEEP_WORKERS = 2
 
-/** Where the previous batch stopped, in the claim order (period end, then id). */
-export interface SweepCursor {
-  /** The timestamptz as PostgreSQL prints it, so it goes back exactly (microseconds included). */
-  readonly end: string
-  readonly id: number
-}
-
-interface Claimed extends CalendarColumns {
-  readonly id: number
-  readonly user_id: number
-  readonly project_id: number
-  readonly title: string
-  readonly rrule: string | null
-  readonly is_tracked: boolean
-  readonly progress_target: number
-  readonly progress_current: number
-  readonly period_start: string | null
-  readonly period_end: string | null
-  readonly end_key: string
-  readonly completion_count: number
-  readonly first_completed_at: string | null
-}
+export type { SweepCursor }
 
 export interface BatchResult {
   /** Periods recorded. */
@@ -74,19 +52,7 @@ export const closeBatch = (
 ) =>
   Effect.gen(function*() {
     const at = now.toISOString()
-    const rows = yield* sql<Claimed>`
-      SELECT t.id, t.user_id, t.project_id, t.title, t.rrule, t.is_tracked, t.progress_target, t.progress_current,
-             steady_iso(t.progress_period_start) AS period_start, steady_iso(t.progress_period_end) AS period_end,
-             t.progress_period_end::text AS end_key, t.completion_count,
-             steady_iso(t.first_completed_at) AS first_completed_at,
-             ${calendarColumns(sql, "u")}
-      FROM tasks t JOIN users u ON u.id = t.user_id
-      WHERE ${hasRunningPeriod(sql)}
-        AND t.progress_period_end <= ${at}::timestamptz
-        ${after === undefined ? sql`` : sql`AND (t.progress_period_end, t.id) > (${after.end}::timestamptz, ${after.id}::int)`}
-      ORDER BY t.progress_period_end, t.id
-      LIMIT ${size}
-      FOR UPDATE OF t ${skipLocked ? sql`SKIP LOCKED` : sql``}`
+    const rows = yield* claimEnded(sql, at, after, size, skipLocked)
     const last = rows.at(-1)
     const cursor = last === undefined ? after : { end: last.end_key, id: last.id }
 
@@ -162,19 +128,7 @@ export const closeBatch = (
       yield* insertSwept(sql, completions)
     }
     if (updates.length > 0) {
-      yield* sql`
-        UPDATE tasks t SET
-          progress_current = 0,
-          progress_period_start = x.period_start,
-          progress_period_end = x.period_end,
-          completion_count = COALESCE(x.completion_count, t.completion_count),
-          first_completed_at = CASE WHEN x.completion_count IS NULL THEN t.first_completed_at ELSE x.first_completed_at END,
-          last_completed_at = CASE WHEN x.completion_count IS NULL THEN t.last_completed_at ELSE x.last_completed_at END,
-          updated_at = ${at}::timestamptz
-        FROM jsonb_to_recordset(${JSON.stringify(updates)}::jsonb)
-          AS x(id int, period_start timestamptz, period_end timestamptz, completion_count int,
-               first_completed_at timestamptz, last_completed_at timestamptz)
-        WHERE t.id = x.id`
+      yield* startNextPeriods(sql, at, updates)
     }
     if (stats.size > 0) {
       yield* addToDays(sql, [...stats.values()])

@@ -22,7 +22,9 @@ import { now as clockNow } from "./ServiceClock.js"
 import { CompletionsTable, QuotaPeriodsTable, TasksTable } from "./Tables.js"
 import { TaskQueries } from "./TaskQueries.js"
 import { UserCalendar } from "./UserCalendar.js"
-import { hasRunningPeriod, isOpen, isQuota as isQuotaSql } from "./WireSql.js"
+import { ownerOf as taskOwner } from "./TasksTable.js"
+import { quotaListBody } from "./TaskListSql.js"
+import { runningQuotasOf } from "./TaskRolloverSql.js"
 
 export type QuotaDayState = TaskRow["quota_day_state"]
 
@@ -126,11 +128,11 @@ export class Quotas extends Effect.Service<Quotas>()("steady/Quotas", {
     /** Rollover of one quota in its own transaction: no undo entry, no webhook. */
     const rollover = (taskId: TaskId) =>
       Effect.gen(function*() {
-        const [owner] = yield* Effect.orDie(sql<{ user_id: UserId }>`SELECT user_id FROM tasks WHERE id = ${taskId}`)
+        const owner = yield* taskOwner(sql, taskId)
         if (owner === undefined) return 0
-        const settings = yield* calendars.of(owner.user_id)
+        const settings = yield* calendars.of(owner)
         return yield* mutations.run(
-          { user: ownerOf(owner.user_id, settings.zone), action: "rollover", undoable: false },
+          { user: ownerOf(owner, settings.zone), action: "rollover", undoable: false },
           (tx) =>
             Effect.gen(function*() {
               const row = yield* tx.lock(TasksTable, taskId)
@@ -263,8 +265,7 @@ export class Quotas extends Effect.Service<Quotas>()("steady/Quotas", {
       changed: { readonly weekStart: boolean; readonly zone: boolean }
     ) =>
       Effect.gen(function*() {
-        const rows = yield* Effect.orDie(sql<{ id: TaskId }>`
-          SELECT id FROM tasks WHERE user_id = ${userId} AND ${hasRunningPeriod(sql, "")} ORDER BY id`)
+        const rows = yield* runningQuotasOf(sql, userId)
         for (const { id } of rows) {
           const row = (yield* tx.lock(TasksTable, id))!
           if (row.rrule === null) continue
@@ -289,19 +290,7 @@ export class Quotas extends Effect.Service<Quotas>()("steady/Quotas", {
     const listJson = (user: CurrentUserShape) =>
       Effect.gen(function*() {
         const now = yield* clockNow
-        const [row] = yield* Effect.orDie(sql<{ body: string }>`
-          WITH q AS (
-            SELECT t AS task, t.id, t.progress_period_end FROM tasks t
-            WHERE t.user_id = ${user.id} AND ${isQuotaSql(sql)} AND ${isOpen(sql)}
-          )
-          SELECT json_build_object('data', json_build_object(
-            'quotas', COALESCE(json_agg(
-              CASE WHEN q.progress_period_end <= ${iso(now)}::timestamptz
-                THEN steady_task_json(q.task) || jsonb_build_object('progress_current', 0)
-                ELSE steady_task_json(q.task) END ORDER BY q.id), '[]'::json),
-            'total', count(*)::int,
-            'has_any', count(*) > 0))::text AS body FROM q`)
-        return row!.body
+        return yield* quotaListBody(sql, user.id, now)
       })
 
     return { initialPeriod, closeEnded, rollover, sweep, closeEarly, progress, realign, listJson } as const

@@ -19,11 +19,9 @@ import { dayStateFor, Quotas } from "./Quotas.js"
 import { now as clockNow } from "./ServiceClock.js"
 import { TasksTable } from "./Tables.js"
 import { TaskQueries } from "./TaskQueries.js"
-import { isNotQuota, isOpen, isQuota } from "./WireSql.js"
+import { quotasAmong } from "./TasksTable.js"
+import { type QuotaWire, quotasForPrompts, remindersDueBy } from "./TaskListSql.js"
 import { slotsOf } from "./TimeSlotsTable.js"
-
-/** A quota as the prompts read it: its wire shape, with its period's end. */
-type QuotaWire = Task & { readonly progress_period_end: string | null }
 
 /** GET /api/reminders and the quota prompt actions (spec "Quota reminders", CONTRACT §8). */
 export class Reminders extends Effect.Service<Reminders>()("steady/Reminders", {
@@ -65,18 +63,8 @@ export class Reminders extends Effect.Service<Reminders>()("steady/Reminders", {
         const slots = yield* slotsOf(sql, user.id)
         const dayStart = startOfLocalDay(now, zone)
         const dayEnd = startOfNextLocalDay(now, zone)
-        const reminders = yield* Effect.orDie(sql<{ task: Task }>`
-          SELECT steady_task_json(t) AS task FROM tasks t
-          WHERE t.user_id = ${user.id} AND t.is_reminder AND ${isOpen(sql)} AND ${isNotQuota(sql)}
-            AND (t.due_at IS NULL OR t.due_at < ${dayEnd.toISOString()}::timestamptz)
-          ORDER BY t.due_at NULLS LAST, t.id`)
-        const quotaRows = prefs.quota_prompts_enabled
-          ? yield* Effect.orDie(sql<{ task: QuotaWire }>`
-              SELECT steady_task_json(t) || jsonb_build_object('progress_period_end', steady_iso(t.progress_period_end)) AS task
-              FROM tasks t
-              WHERE t.user_id = ${user.id} AND ${isQuota(sql)} AND ${isOpen(sql)}
-              ORDER BY t.id`)
-          : []
+        const reminders = yield* remindersDueBy(sql, user.id, dayEnd)
+        const quotaRows = prefs.quota_prompts_enabled ? yield* quotasForPrompts(sql, user.id) : []
         const defaultSlot = prefs.quota_prompt_slot_id ?? prefs.default_reminder_slot_id
         const prompts: Array<QuotaPrompt> = quotaRows.flatMap(({ task }) =>
           promptsFor(promptInput(task, date, now), slots, defaultSlot, date)
@@ -126,9 +114,7 @@ export class Reminders extends Effect.Service<Reminders>()("steady/Reminders", {
           parsed.push({ key, ...p })
         }
         const ids = [...new Set(parsed.map((p) => p.taskId))]
-        const owned = ids.length === 0 ? [] : yield* Effect.orDie(sql<{ id: number; rrule: string | null; progress_target: number }>`
-          SELECT id, rrule, progress_target FROM tasks WHERE id IN ${sql.in(ids)} AND user_id = ${user.id}
-            AND ${isQuota(sql, "")} AND deleted_at IS NULL`)
+        const owned = ids.length === 0 ? [] : yield* quotasAmong(sql, user.id, ids)
         for (const p of parsed) {
           const quota = owned.find((o) => o.id === p.taskId)
           if (quota === undefined) return yield* Effect.fail(ValidationError.field("keys", `"${p.key}" does not name one of your quotas`))

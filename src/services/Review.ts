@@ -7,8 +7,7 @@ import { BulkActions } from "./BulkActions.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import * as Crypto from "node:crypto"
 import { now as clockNow } from "./ServiceClock.js"
-import { TaskQueries } from "./TaskQueries.js"
-import { isNotQuota, isOpen } from "./WireSql.js"
+import { reviewRows } from "./TaskListSql.js"
 import type { UserId } from "../domain/Ids.js"
 
 /** Spec §8: sessions older than an hour are purged when a new one starts. */
@@ -41,7 +40,6 @@ export interface ReviewAction {
 export class Review extends Effect.Service<Review>()("steady/Review", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const queries = yield* TaskQueries
     const bulk = yield* BulkActions
     const { reviewSessionLimit } = yield* AppConfig
 
@@ -81,13 +79,7 @@ export class Review extends Effect.Service<Review>()("steady/Review", {
       Effect.gen(function*() {
         const now = yield* clockNow
         const horizon = new Date(now.getTime() + WINDOW_MS).toISOString()
-        const rows = yield* Effect.orDie(sql<{ id: number; title: string; due_at: string; priority: number; rrule: string | null; labels: ReadonlyArray<string>; overdue: boolean }>`
-          SELECT t.id, t.title, steady_iso(t.due_at) AS due_at, t.priority, t.rrule, t.labels,
-                 (${queries.overdue(user.id, now)}) AS overdue
-          FROM tasks t
-          WHERE t.user_id = ${user.id} AND ${isOpen(sql)} AND NOT t.is_reminder AND ${isNotQuota(sql)}
-            AND t.due_at < ${horizon}::timestamptz
-          ORDER BY t.due_at, t.id`)
+        const rows = yield* reviewRows(sql, user.id, now, horizon)
         const overdue = rows.filter((r) => r.overdue)
         const upcoming = rows.filter((r) => !r.overdue)
         const numbered = [...overdue, ...upcoming].map((r, index) => ({ ...r, seq: index + 1 }))

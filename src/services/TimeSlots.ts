@@ -8,7 +8,7 @@ import type { CurrentUserShape } from "./CurrentUser.js"
 import { Mutations, type Tx } from "./Mutations.js"
 import { PreferencesService } from "./PreferencesService.js"
 import { TasksTable, TimeSlotsTable } from "./Tables.js"
-import { isNotQuota, isOpen, isQuota } from "./WireSql.js"
+import { lockOpenReminders, lockQuotasPromptingIn } from "./TasksTable.js"
 import { slotById, slotsOf } from "./TimeSlotsTable.js"
 import type { TaskId, TimeSlotId, UserId } from "../domain/Ids.js"
 
@@ -58,10 +58,7 @@ export class TimeSlots extends Effect.Service<TimeSlots>()("steady/TimeSlots", {
     /** The user's open reminders with their local time of day. */
     const remindersOf = (userId: UserId, zone: string) =>
       Effect.map(
-        Effect.orDie(sql<{ id: TaskId; due_at: string | null; anchor_time: string | null }>`
-          SELECT id, steady_iso(due_at) AS due_at, anchor_time FROM tasks
-          WHERE user_id = ${userId} AND is_reminder AND ${isOpen(sql, "")} AND ${isNotQuota(sql, "")}
-          ORDER BY id FOR UPDATE`),
+        lockOpenReminders(sql, userId),
         (rows) =>
           rows.flatMap((r): Array<ReminderTime<TaskId> & { due_at: string | null }> => {
             const time = r.due_at !== null ? localTimeOfDay(new Date(r.due_at), zone) : r.anchor_time
@@ -93,12 +90,7 @@ export class TimeSlots extends Effect.Service<TimeSlots>()("steady/TimeSlots", {
 
     /** Quotas whose prompts start in this slot (configured, or by the user's default). */
     const quotasPromptingIn = (userId: UserId, slotId: number, isDefault: boolean) =>
-      sql<Pick<TaskRow, "id" | "quota_prompt_config">>`
-        SELECT id, quota_prompt_config FROM tasks
-        WHERE user_id = ${userId} AND ${isQuota(sql, "")} AND NOT done AND deleted_at IS NULL
-          AND ((quota_prompt_config->>'slot_id')::int = ${slotId}
-               ${isDefault ? sql`OR quota_prompt_config IS NULL OR quota_prompt_config->'slot_id' IS NULL OR quota_prompt_config->'slot_id' = 'null'::jsonb` : sql``})
-        ORDER BY id FOR UPDATE`.pipe(Effect.orDie)
+      lockQuotasPromptingIn(sql, userId, slotId, isDefault)
 
     const lockSlot = (user: CurrentUserShape, id: TimeSlotId) =>
       Effect.flatMap(slotsOf(sql, user.id, true), (slots) => {

@@ -22,9 +22,10 @@ import {
   TimeSlotsTable
 } from "./Tables.js"
 import { TaskQueries } from "./TaskQueries.js"
-import { hasRunningPeriod } from "./WireSql.js"
+import { isVisibleTo, liveTasksIn, lockWithInbox } from "./TasksTable.js"
+import { endedQuotasAmong } from "./TaskRolloverSql.js"
 import { dropEntriesBefore, dropEntriesBeyond, entryCounts, lockNextEntry, markUndone, recentEntries, tasksOfNextEntry, writersAfter } from "./UndoLog.js"
-import type { ProjectId, TaskId, UserId } from "../domain/Ids.js"
+import type { UserId } from "../domain/Ids.js"
 
 const LOST_ACCESS = "it touches a task, project or slot you can no longer see"
 const PROJECT_HIDDEN = "it would put a task in a project its owner cannot see"
@@ -56,11 +57,7 @@ export class UndoService extends Effect.Service<UndoService>()("steady/UndoServi
     const counts = (userId: UserId, sessionStartId: number | undefined) => entryCounts(sql, userId, sessionStartId)
 
     /** Whether the task is visible to the user now, by the task reads' definition; undefined when it is gone. */
-    const taskVisible = (userId: UserId, taskId: number) =>
-      sql<{ visible: boolean }>`SELECT ${queries.visible(userId)} AS visible FROM tasks t WHERE t.id = ${taskId}`.pipe(
-        Effect.map((rows) => rows[0]?.visible),
-        Effect.orDie
-      )
+    const taskVisible = (userId: UserId, taskId: number) => isVisibleTo(sql, userId, taskId)
 
     /**
      * Why the user may no longer have this step carried out, or undefined. Access is judged
@@ -136,17 +133,13 @@ export class UndoService extends Effect.Service<UndoService>()("steady/UndoServi
           }
           case "delete": {
             if (table.name === "projects") {
-              const [used] = yield* Effect.orDie(
-                sql<{ n: number }>`SELECT count(*)::int AS n FROM tasks WHERE project_id = ${step.id} AND deleted_at IS NULL`
-              )
-              if (used!.n > 0) {
+              const used = yield* liveTasksIn(sql, step.id)
+              if (used > 0) {
                 return yield* Effect.fail(ValidationError.of("The project has tasks now; move them out before taking its creation back"))
               }
               // Tasks in the trash (typically one whose creation was just undone) wait in their owner's Inbox,
               // else undoing "create task, create project" would stop at the project for good.
-              const trashed = yield* Effect.orDie(sql<{ id: TaskId; inbox: ProjectId }>`
-                SELECT t.id, p.id AS inbox FROM tasks t JOIN projects p ON p.owner_id = t.user_id AND p.is_inbox
-                WHERE t.project_id = ${step.id} ORDER BY t.id FOR UPDATE OF t`)
+              const trashed = yield* lockWithInbox(sql, step.id)
               for (const task of trashed) yield* tx.update(TasksTable, task.id, { project_id: task.inbox })
             }
             yield* tx.remove(table, step.id)
@@ -166,12 +159,7 @@ export class UndoService extends Effect.Service<UndoService>()("steady/UndoServi
     const settlePeriods = (user: CurrentUserShape, direction: Direction) =>
       Effect.gen(function*() {
         const now = yield* clockNow
-        const ended = yield* Effect.orDie(sql<{ id: TaskId }>`
-          SELECT t.id FROM tasks t
-          WHERE ${hasRunningPeriod(sql)} AND t.progress_period_end <= ${now.toISOString()}::timestamptz
-            AND t.id IN ${tasksOfNextEntry(sql, user.id, direction)}
-            AND ${queries.visible(user.id)}
-          ORDER BY t.id`)
+        const ended = yield* endedQuotasAmong(sql, user.id, now, tasksOfNextEntry(sql, user.id, direction))
         for (const { id } of ended) yield* quotas.rollover(id)
       })
 
