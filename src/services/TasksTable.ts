@@ -23,15 +23,15 @@ import { isNotQuota, isOpen, isOverdue, isQuota } from "./WireSql.js"
  */
 
 /** Tasks a user may see: their own, and those in projects shared with everyone. */
-export const visibleTo = (sql: SqlClient.SqlClient, userId: UserId): Fragment =>
-  sql`(t.user_id = ${userId} OR ${inSharedProject(sql, "t.project_id")})`
+export const visibleTo = (sql: SqlClient.SqlClient, userId: UserId, alias = "t"): Fragment =>
+  sql`(${sql.literal(`${alias}.user_id`)} = ${userId} OR ${inSharedProject(sql, `${alias}.project_id`)})`
 
 /**
  * The one overdue definition (spec §4.2): the user's own open tasks whose current due
  * date has passed; reminders and quotas are never overdue.
  */
-export const overdueOf = (sql: SqlClient.SqlClient, userId: UserId, now: Date): Fragment =>
-  sql`t.user_id = ${userId} AND ${isOverdue(sql, now)}`
+export const overdueOf = (sql: SqlClient.SqlClient, userId: UserId, now: Date, alias = "t"): Fragment =>
+  sql`${sql.literal(`${alias}.user_id`)} = ${userId} AND ${isOverdue(sql, now, alias)}`
 
 /**
  * `{data: Task}` as JSON text (the stored wire text in the envelope json_build_object

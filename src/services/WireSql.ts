@@ -38,9 +38,11 @@ export const isNotQuota = (sql: SqlClient.SqlClient, alias = "t"): Fragment => {
 }
 
 /** Reminders and quotas are never overdue; a recurring task's due date is its current occurrence. */
-export const isOverdue = (sql: SqlClient.SqlClient, now: Date): Fragment =>
-  sql`${isOpen(sql)} AND NOT t.is_reminder AND ${isNotQuota(sql)}
-    AND t.due_at < ${now.toISOString()}::timestamptz`
+export const isOverdue = (sql: SqlClient.SqlClient, now: Date, alias = "t"): Fragment => {
+  const c = columnsOf(sql, alias)
+  return sql`${isOpen(sql, alias)} AND NOT ${c("is_reminder")} AND ${isNotQuota(sql, alias)}
+    AND ${c("due_at")} < ${now.toISOString()}::timestamptz`
+}
 
 /**
  * Tasks' stored wire texts (`tasks.wire_text`, migration 0022) as one JSON array text, in the
