@@ -5,6 +5,7 @@ import { calendarFrom } from "./UserCalendar.js"
 import { claimEnded, startNextPeriods, type SweepCursor } from "./TaskRolloverSql.js"
 import { addToDays } from "./DailyStatsTable.js"
 import { insertSwept, type SweptCompletion } from "./CompletionsTable.js"
+import { insertSweptPeriods, type SweptPeriod } from "./QuotaPeriodsSql.js"
 
 /**
  * The rollover sweep, set-based. A batch of quotas is claimed with `FOR UPDATE SKIP LOCKED`
@@ -56,7 +57,7 @@ export const closeBatch = (
     const last = rows.at(-1)
     const cursor = last === undefined ? after : { end: last.end_key, id: last.id }
 
-    const periods: Array<unknown> = []
+    const periods: Array<SweptPeriod> = []
     const completions: Array<SweptCompletion> = []
     const updates: Array<unknown> = []
     const stats = new Map<string, { user_id: number; date: string; completions: number; tasks_created: 0; snoozes: 0 }>()
@@ -118,11 +119,7 @@ export const closeBatch = (
     }
 
     if (periods.length > 0) {
-      yield* sql`
-        INSERT INTO quota_periods (task_id, user_id, period_start, period_end, count, target, met, closed_at, closed_early)
-        SELECT x.task_id, x.user_id, x.period_start, x.period_end, x.count, x.target, x.met, ${at}::timestamptz, false
-        FROM jsonb_to_recordset(${JSON.stringify(periods)}::jsonb)
-          AS x(task_id int, user_id int, period_start timestamptz, period_end timestamptz, count int, target int, met boolean)`
+      yield* insertSweptPeriods(sql, at, periods)
     }
     if (completions.length > 0) {
       yield* insertSwept(sql, completions)
