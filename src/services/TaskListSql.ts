@@ -93,15 +93,12 @@ export const taskListBody = (sql: SqlClient.SqlClient, userId: UserId, query: Ta
 
 /** The user's open tasks, overdue ones, and those due in `[dayStart, dayEnd)` (the user's local day). */
 export const countsOf = (sql: SqlClient.SqlClient, userId: UserId, now: Date, dayStart: string, dayEnd: string) =>
-  // The caller's open tasks in due order: the one plan that needs no sort is the user's
-  // range of tasks_open_by_due. Unordered, a never-analyzed database ties every open-task
-  // index at "empty" and may count through tasks_open_by_project, whose user_id is not
-  // leading: a walk of every user's open tasks (issue 17).
   sql<{ total: number; overdue: number; today: number }>`
         SELECT count(*)::int AS total,
                (count(*) FILTER (WHERE ${overdueOf(sql, userId, now)}))::int AS overdue,
                (count(*) FILTER (WHERE t.due_at >= ${dayStart}::timestamptz AND t.due_at < ${dayEnd}::timestamptz))::int AS today
-        FROM (SELECT * FROM tasks t WHERE t.user_id = ${userId} AND ${isOpen(sql)} ORDER BY t.due_at) t`.pipe(
+        FROM tasks t
+        WHERE t.user_id = ${userId} AND ${isOpen(sql)}`.pipe(
     Effect.map((rows) => rows[0]!),
     Effect.orDie
   )
@@ -160,14 +157,11 @@ export const triageInbox = (sql: SqlClient.SqlClient, userId: UserId, inboxId: n
 
 /** The non-recurring tasks the process screen's rules look at. */
 export const triageCandidates = (sql: SqlClient.SqlClient, userId: UserId) =>
-  // In due order only so that the one plan without a sort is the user's range of
-  // tasks_open_by_due: a never-analyzed database may otherwise walk every user's open
-  // tasks through tasks_open_by_project. The process screen sorts its lists itself.
   Effect.orDie(sql<TriageTask>`
           SELECT t.id, t.horizon, steady_iso(t.horizon_set_at) AS horizon_set_at, steady_iso(t.created_at) AS created_at,
                  steady_iso(t.target_at) AS target_at, t.target_auto, steady_iso(t.segment_targeted_at) AS segment_targeted_at,
                  steady_iso(t.deadline_at) AS deadline_at, t.priority
-          FROM tasks t WHERE ${triageable(sql, userId)} AND t.rrule IS NULL ORDER BY t.due_at, t.id`)
+          FROM tasks t WHERE ${triageable(sql, userId)} AND t.rrule IS NULL ORDER BY t.id`)
 
 /**
  * Wire JSON texts by id. One array parameter, however many ids: growth can hold most of a
