@@ -1,8 +1,8 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { Fragment } from "@effect/sql/Statement"
 import { Effect } from "effect"
-import type { ActionName, DomainEvent, RowChange, StatName } from "../domain/Changes.js"
-import type { CurrentUserShape } from "./CurrentUser.js"
+import type { DomainEvent, RowChange, StatName } from "../domain/Changes.js"
+import type { MutationOptions } from "./Mutations.js"
 import { changesInsert, type entriesOf } from "./ChangeLog.js"
 import { membersSql, PENDING_ID_JSON, PENDING_ROW_MEMBER, PENDING_WIRE_JSON, STAND_IN_ID } from "./CommitStandIns.js"
 import { addToDays } from "./DailyStatsTable.js"
@@ -19,7 +19,7 @@ export interface Deferred {
 
 /** What a mutation's body left for the commit statement to write. */
 export interface CommitInput {
-  readonly options: { readonly user: CurrentUserShape; readonly action: ActionName; readonly undoable?: boolean }
+  readonly options: MutationOptions
   readonly now: Date
   readonly changes: ReadonlyArray<RowChange>
   readonly events: ReadonlyArray<DomainEvent>

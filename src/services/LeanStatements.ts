@@ -30,10 +30,15 @@ const isPrimitive = (value: unknown): value is Primitive =>
   typeof value === "object" && value !== null && "acquirer" in value && "compile" in value &&
   Effect.isEffect((value as { acquirer: unknown }).acquirer)
 
-const run = (statement: Primitive & Effect.Effect<unknown, unknown>, viaLibrary: () => Effect.Effect<unknown, unknown>) =>
+type Committable = Primitive & { commit: () => Effect.Effect<unknown, unknown> }
+
+/** The statement as the library runs it: its class's `commit`, past the own one set below. */
+const viaLibrary = (statement: Committable) => (Object.getPrototypeOf(statement) as Committable).commit.call(statement)
+
+const run = (statement: Committable) =>
   Effect.withFiberRuntime<unknown, unknown>((fiber) => {
     if (fiber.getFiberRef(FiberRef.currentTracerEnabled) || fiber.getFiberRef(Statement.currentTransformer)._tag === "Some") {
-      return viaLibrary()
+      return viaLibrary(statement)
     }
     const [text, params] = statement.compile()
     return Effect.flatMap(statement.acquirer, (connection) => connection.execute(text, params, statement.transformRows))
@@ -42,10 +47,9 @@ const run = (statement: Primitive & Effect.Effect<unknown, unknown>, viaLibrary:
 /** Has `statement` (a statement or anything else the client's tag returns) run lean when committed. */
 const lean = <S>(statement: S): S => {
   if (!isPrimitive(statement)) return statement
-  const self = statement as unknown as Primitive & Effect.Effect<unknown, unknown> & { commit: () => Effect.Effect<unknown, unknown> }
-  const viaLibrary = self.commit.bind(self)
+  const self = statement as unknown as Committable
   // An own property shadows the class's `commit`, which the runtime calls to run it.
-  Object.defineProperty(self, "commit", { value: () => run(self, viaLibrary) })
+  Object.defineProperty(self, "commit", { value: () => run(self) })
   return statement
 }
 

@@ -165,6 +165,9 @@ const updateChange = (
 }
 
 
+/** Built once per table: every create renders the same text. */
+const normalizedRowTexts = new WeakMap<TableSpec<TableRow>, string>()
+
 /**
  * The row as `normalizeRow` has it (timestamps as ISO text in UTC with milliseconds), in
  * SQL, for a row the commit statement inserts.
@@ -181,8 +184,6 @@ const normalizedRowSql = (table: TableSpec<TableRow>) => {
   }
   return text
 }
-/** Built once per table: every create renders the same text. */
-const normalizedRowTexts = new WeakMap<TableSpec<TableRow>, string>()
 
 const wireOf = (table: TableSpec<TableRow>) => {
   if (table.wire === undefined) throw new Error(`${table.name} has no wire rendering`)

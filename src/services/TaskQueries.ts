@@ -1,5 +1,4 @@
 import * as SqlClient from "@effect/sql/SqlClient"
-import type { Fragment } from "@effect/sql/Statement"
 import { Effect, Option } from "effect"
 import { NotFound } from "../domain/Errors.js"
 import { startOfLocalDay, startOfNextLocalDay } from "../domain/LocalTime.js"
@@ -9,7 +8,7 @@ import type { CurrentUserShape } from "./CurrentUser.js"
 import { now as clockNow } from "./ServiceClock.js"
 import { calendarFrom } from "./UserCalendar.js"
 import { inboxId, projectAccess as projectAccessOf, usableProject } from "./ProjectsTable.js"
-import { lockVisible as lockVisibleRow, lockWithCalendar, overdueOf, taskBody, taskWire, visibleTo } from "./TasksTable.js"
+import { lockVisible as lockVisibleRow, lockWithCalendar, taskBody, taskWire } from "./TasksTable.js"
 import { countsOf, taskListBody, trashBody } from "./TaskListSql.js"
 import type { ProjectId, TaskId, UserId } from "../domain/Ids.js"
 
@@ -21,15 +20,6 @@ import type { ProjectId, TaskId, UserId } from "../domain/Ids.js"
 export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueries", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-
-    /**
-     * The one overdue definition (spec §4.2): the user's own open tasks whose current due
-     * date has passed; reminders and quotas are never overdue.
-     */
-    const overdue = (userId: UserId, now: Date): Fragment => overdueOf(sql, userId, now)
-
-    /** Tasks a user may see: their own, and those in projects shared with everyone. */
-    const visible = (userId: UserId): Fragment => visibleTo(sql, userId)
 
     /** A page of the caller's tasks as of `now`, as `{data: TaskList}` JSON text. */
     const listJsonAt = (user: CurrentUserShape, query: TaskListQuery, now: Date) => taskListBody(sql, user.id, query, now)
@@ -79,8 +69,6 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
     const counts = (user: CurrentUserShape) => Effect.flatMap(clockNow, (now) => countsAt(user, now))
 
     return {
-      overdue,
-      visible,
       listJson,
       listJsonAt,
       countsAt,
