@@ -1,6 +1,6 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Statement from "@effect/sql/Statement"
-import { Effect, RuntimeFlags, RuntimeFlagsPatch, Supervisor } from "effect"
+import { Effect, RuntimeFlags, RuntimeFlagsPatch, Supervisor, Tracer } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { databaseKind } from "./support/database.js"
 import { startService, type TestService } from "./support/service.js"
@@ -54,6 +54,60 @@ describe(`lean statements (${databaseKind()})`, () => {
     )
     expect(seen.rows).toEqual([{ note: "inside" }])
     expect(await withSql((sql) => sql`SELECT note FROM lean_notes`)).toEqual([])
+  })
+
+  it("a transaction commits what its body wrote; a savepoint inside it rolls back alone", async () => {
+    await withSql((sql) => sql`DELETE FROM lean_notes`)
+    const inner = await withSql((sql) =>
+      sql.withTransaction(Effect.gen(function*() {
+        yield* Effect.orDie(sql`INSERT INTO lean_notes (id, note) VALUES (${2}, ${"outer"})`)
+        // The nested one is the library's savepoint, on the connection the lean one reserved.
+        return yield* sql.withTransaction(Effect.gen(function*() {
+          yield* Effect.orDie(sql`INSERT INTO lean_notes (id, note) VALUES (${3}, ${"inner"})`)
+          return yield* Effect.fail("inner gives up" as const)
+        })).pipe(Effect.flip)
+      })).pipe(Effect.orDie)
+    )
+    expect(inner).toBe("inner gives up")
+    expect(await withSql((sql) => sql`SELECT id, note FROM lean_notes ORDER BY id`)).toEqual([{ id: 2, note: "outer" }])
+  })
+
+  it("an interrupted transaction rolls back and gives its connection back", async () => {
+    await withSql((sql) => sql`DELETE FROM lean_notes`)
+    // More than the pool holds (10): a connection kept by any of them would stall the last.
+    for (let i = 0; i < 15; i++) {
+      await withSql((sql) =>
+        sql.withTransaction(Effect.zipRight(Effect.orDie(sql`INSERT INTO lean_notes (id, note) VALUES (${100 + i}, ${"gone"})`), Effect.never)).pipe(
+          Effect.timeout("20 millis"),
+          Effect.ignore
+        )
+      )
+    }
+    const rows = await withSql((sql) =>
+      sql.withTransaction(sql<{ n: number }>`SELECT count(*)::int AS n FROM lean_notes`).pipe(Effect.timeout("5 seconds"), Effect.orDie)
+    )
+    expect(rows).toEqual([{ n: 0 }])
+  })
+
+  it("a traced transaction takes the library's path, with its span", async () => {
+    const spans: Array<string> = []
+    const watched = <A, E, R>(effect: Effect.Effect<A, E, R>, enabled: boolean) =>
+      Effect.flatMap(Effect.tracer, (native) =>
+        effect.pipe(
+          Effect.withTracer(Tracer.make({
+            span: (name, ...rest) => {
+              spans.push(name)
+              return native.span(name, ...rest)
+            },
+            context: (f, fiber) => native.context(f, fiber)
+          })),
+          Effect.withTracerEnabled(enabled)
+        ))
+    await withSql((sql) => watched(sql.withTransaction(sql`SELECT 1`), true))
+    expect(spans).toContain("sql.transaction")
+    spans.length = 0
+    await withSql((sql) => watched(sql.withTransaction(sql`SELECT 1`), false))
+    expect(spans).toEqual([])
   })
 
   it("a transformer still sees every statement", async () => {

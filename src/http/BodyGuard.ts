@@ -1,6 +1,6 @@
 import { HttpServerError, type HttpServerRequest } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Effect } from "effect"
+import { Deferred, Effect, FiberId } from "effect"
 import { IncomingMessage } from "node:http"
 import { ValidationError } from "../domain/Errors.js"
 
@@ -53,11 +53,26 @@ const readCapped = (source: IncomingMessage, maxBytes: number) =>
     })
     source.once("end", () => settle(Effect.succeed(Buffer.concat(chunks).toString("utf8"))))
     source.once("error", (error) => settle(Effect.fail(error)))
-    source.once("close", () => settle(Effect.fail(new Error("the request body was cut off"))))
+    // "close" follows "end" on every request: the error (and its stack) only when it did not.
+    source.once("close", () => settled || settle(Effect.fail(new Error("the request body was cut off"))))
   })
 
 const isJson = (request: HttpServerRequest.HttpServerRequest) =>
   (request.headers["content-type"] ?? "application/json").toLowerCase().includes("application/json")
+
+/**
+ * `read` run by its first caller, its outcome handed to every caller: what `Effect.cached`
+ * does, without the fiber `Effect.runSync` would start for it on every request.
+ */
+const readOnce = <A, E>(read: Effect.Effect<A, E>): Effect.Effect<A, E> => {
+  const outcome = Deferred.unsafeMake<A, E>(FiberId.none)
+  let started = false
+  return Effect.suspend(() => {
+    if (started) return Deferred.await(outcome)
+    started = true
+    return Effect.zipRight(Effect.intoDeferred(read, outcome), Deferred.await(outcome))
+  })
+}
 
 /**
  * Replaces how a request reads its body as text (which `json` and form bodies use too): a
@@ -80,5 +95,5 @@ export const guardBody = (request: HttpServerRequest.HttpServerRequest, maxBytes
       (body) => !(isJson(request) && nestsDeeperThan(body, maxDepth)),
       () => ValidationError.of("Invalid request", { body: `JSON nested deeper than ${maxDepth} levels` })
     )
-    ;(request as unknown as { textEffect: Effect.Effect<string, unknown> }).textEffect = Effect.runSync(Effect.cached(read))
+    ;(request as unknown as { textEffect: Effect.Effect<string, unknown> }).textEffect = readOnce(read)
   })

@@ -1,7 +1,8 @@
-import type * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "@effect/sql/SqlClient"
 import type { Connection } from "@effect/sql/SqlConnection"
+import type { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
-import { Effect, FiberRef } from "effect"
+import { Context, Effect, Exit, FiberRef, Scope } from "effect"
 
 /**
  * Statements that run straight on their connection while nothing watches them (issue 12
@@ -48,15 +49,57 @@ const run = (statement: Committable) =>
 const lean = <S>(statement: S): S => {
   if (!isPrimitive(statement)) return statement
   const self = statement as unknown as Committable
-  // An own property shadows the class's `commit`, which the runtime calls to run it.
-  Object.defineProperty(self, "commit", { value: () => run(self) })
+  // An own property shadows the class's `commit`, which the runtime calls to run it. Assigned,
+  // not defined: every statement then takes the same cached shape transition.
+  ;(self as { commit: () => Effect.Effect<unknown, unknown> }).commit = () => run(self)
   return statement
 }
 
-/** The client with every statement it makes (tagged template and `unsafe`) running lean. */
+/**
+ * `withTransaction` for an outermost transaction while nothing watches: BEGIN, the body with
+ * the connection as its `TransactionConnection`, COMMIT or ROLLBACK, the connection released
+ * with the scope it was reserved in: the library's steps without its span (tracing off, a
+ * no-op costing about a tenth of a small write's fiber-runtime steps). A nested transaction
+ * (a savepoint) and a traced one take the library's path; both find the connection where
+ * the library puts it, so they nest in either.
+ */
+const leanTransaction = (client: SqlClient.SqlClient): SqlClient.SqlClient["withTransaction"] => {
+  const library = client.withTransaction
+  const unprepared = (connection: Connection, text: string) => connection.executeUnprepared(text, [], undefined)
+  return <R, E, A>(effect: Effect.Effect<A, E, R>) =>
+    Effect.withFiberRuntime<A, E | SqlError, R>((fiber) => {
+      const context = fiber.currentContext
+      if (fiber.getFiberRef(FiberRef.currentTracerEnabled) || Context.getOption(context, SqlClient.TransactionConnection)._tag === "Some") {
+        return library(effect)
+      }
+      return Effect.uninterruptibleMask((restore) =>
+        Effect.flatMap(Scope.make(), (scope) =>
+          Effect.flatMap(Scope.extend(client.reserve, scope), (connection) =>
+            unprepared(connection, "BEGIN").pipe(
+              Effect.zipRight(Effect.locally(
+                restore(effect),
+                FiberRef.currentContext,
+                Context.add(context, SqlClient.TransactionConnection, [connection, 0] as const)
+              )),
+              Effect.exit,
+              Effect.flatMap((exit) =>
+                Effect.zipRight(
+                  Effect.ensuring(Effect.orDie(unprepared(connection, Exit.isSuccess(exit) ? "COMMIT" : "ROLLBACK")), Scope.close(scope, exit)),
+                  exit
+                )
+              )
+            )
+          )
+        )
+      )
+    })
+}
+
+/** The client with every statement it makes (tagged template and `unsafe`) running lean, and its transactions. */
 export const withLeanStatements = (client: SqlClient.SqlClient): SqlClient.SqlClient => {
   const tag = ((...args: ReadonlyArray<unknown>) => lean((client as unknown as (...a: ReadonlyArray<unknown>) => unknown)(...args)))
   return Object.assign(tag, client, {
-    unsafe: (...args: Parameters<SqlClient.SqlClient["unsafe"]>) => lean(client.unsafe(...args))
+    unsafe: (...args: Parameters<SqlClient.SqlClient["unsafe"]>) => lean(client.unsafe(...args)),
+    withTransaction: leanTransaction(client)
   }) as unknown as SqlClient.SqlClient
 }
