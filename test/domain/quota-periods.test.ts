@@ -352,9 +352,12 @@ describe("quota periods against a day-by-day local-calendar oracle", () => {
       const boundary = nextBoundary(rule, changed, new Date(after)).getTime()
       expect(boundary).toBeGreaterThan(after)
       // The period start is the first instant of its local date there, so the next unit
-      // start is on a later date: walk to it day by day.
+      // start is on a later date: walk to it day by day. A day whose start is not after the
+      // instant is passed over too: where clocks went back across midnight (St. John's
+      // until 2011, at 00:01), the instant can show the previous date again while its day,
+      // which began before it, is already the new one (README: quotas).
       let d = dateAt(after, newZone) + 1
-      while (!isUnitStart(rule.freq, d, settings.weekStart)) d++
+      while (!isUnitStart(rule.freq, d, settings.weekStart) || dayStart(d, newZone) <= after) d++
       expect(new Date(boundary).toISOString()).toBe(new Date(dayStart(d, newZone)).toISOString())
     },
     { fastCheck: { numRuns: 200 } }
@@ -486,6 +489,9 @@ describe("St. John's repeated hour and Apia's skipped day (issue 15 item 4)", ()
     expect(nextBoundary(weekly, stJohns("sunday"), repeated).toISOString()).toBe("2008-11-09T03:30:00.000Z")
     expect(nextBoundary(weekly, stJohns("monday"), repeated).toISOString()).toBe("2008-11-03T03:30:00.000Z")
     expect(periodContaining(weekly, stJohns("sunday"), repeated).end.toISOString()).toBe("2008-11-09T03:30:00.000Z")
+    // Found by the property above (seed 90342229): Santiago's midnight of 1 Nov 2009 is
+    // 23:30 NST in St. John's, in the hour repeated after its Nov 1 began at 02:30Z.
+    expect(nextBoundary(daily, stJohns(), new Date("2009-11-01T03:00:00.000Z")).toISOString()).toBe("2009-11-02T03:30:00.000Z")
   })
 
   it("nearestBoundary never answers at or before `after`", () => {
