@@ -58,6 +58,12 @@ const filters = (sql: SqlClient.SqlClient, query: TaskListQuery, userId: UserId,
 }
 
 /**
+ * Always true (project_id is NOT NULL); stated only by the shared branch below, so that only it
+ * can use `tasks_open_in_project_by_due`, whose predicate ends with this clause (migration 0026).
+ */
+const sharedWalk = (sql: SqlClient.SqlClient): Fragment => sql`num_nulls(t.project_id) = 0`
+
+/**
  * A page of the user's tasks as of `now`, as `{data: {tasks, count}}` JSON text. Own tasks
  * and shared-project tasks are read by two index-ordered branches, each limited, then
  * merged; a single OR would make PostgreSQL sort every open task of the user on each
@@ -76,7 +82,7 @@ export const taskListBody = (sql: SqlClient.SqlClient, userId: UserId, query: Ta
     ? sql``
     : sql`UNION ALL (SELECT s.task, s.due_at, s.id FROM projects p CROSS JOIN LATERAL (
                SELECT t.wire_text AS task, t.due_at, t.id FROM tasks t
-               WHERE t.project_id = p.id AND t.user_id <> ${userId} AND ${where}
+               WHERE t.project_id = p.id AND t.user_id <> ${userId} AND ${where} AND ${sharedWalk(sql)}
                ORDER BY t.due_at, t.id LIMIT ${window}) s
              WHERE p.shared
              ORDER BY s.due_at, s.id LIMIT ${window})`
