@@ -61,7 +61,7 @@ describe(`lean statements (${databaseKind()})`, () => {
     const inner = await withSql((sql) =>
       sql.withTransaction(Effect.gen(function*() {
         yield* Effect.orDie(sql`INSERT INTO lean_notes (id, note) VALUES (${2}, ${"outer"})`)
-        // The nested one is the library's savepoint, on the connection the lean one reserved.
+        // The nested one is a savepoint on the connection the outer one reserved.
         return yield* sql.withTransaction(Effect.gen(function*() {
           yield* Effect.orDie(sql`INSERT INTO lean_notes (id, note) VALUES (${3}, ${"inner"})`)
           return yield* Effect.fail("inner gives up" as const)
@@ -70,6 +70,45 @@ describe(`lean statements (${databaseKind()})`, () => {
     )
     expect(inner).toBe("inner gives up")
     expect(await withSql((sql) => sql`SELECT id, note FROM lean_notes ORDER BY id`)).toEqual([{ id: 2, note: "outer" }])
+  })
+
+  it("savepoints nest: a failed statement two levels down rolls back to its own savepoint only", async () => {
+    await withSql((sql) => sql`DELETE FROM lean_notes`)
+    const outcome = await withSql((sql) =>
+      sql.withTransaction(Effect.gen(function*() {
+        yield* Effect.orDie(sql`INSERT INTO lean_notes (id, note) VALUES (${10}, ${"outer"})`)
+        const middle = yield* sql.withTransaction(Effect.gen(function*() {
+          yield* Effect.orDie(sql`INSERT INTO lean_notes (id, note) VALUES (${11}, ${"middle"})`)
+          // A duplicate key: the server aborts the transaction until the savepoint is rolled back to.
+          const failed = yield* sql.withTransaction(sql`INSERT INTO lean_notes (id, note) VALUES (${10}, ${"again"})`).pipe(Effect.flip)
+          yield* Effect.orDie(sql`INSERT INTO lean_notes (id, note) VALUES (${12}, ${"after"})`)
+          return failed._tag
+        }))
+        return middle
+      })).pipe(Effect.orDie)
+    )
+    expect(outcome).toBe("SqlError")
+    expect(await withSql((sql) => sql`SELECT id, note FROM lean_notes ORDER BY id`)).toEqual([
+      { id: 10, note: "outer" },
+      { id: 11, note: "middle" },
+      { id: 12, note: "after" }
+    ])
+  })
+
+  it("an interrupted savepoint rolls back alone and the transaction goes on", async () => {
+    await withSql((sql) => sql`DELETE FROM lean_notes`)
+    const rows = await withSql((sql) =>
+      sql.withTransaction(Effect.gen(function*() {
+        yield* Effect.orDie(sql`INSERT INTO lean_notes (id, note) VALUES (${20}, ${"kept"})`)
+        yield* sql.withTransaction(Effect.zipRight(Effect.orDie(sql`INSERT INTO lean_notes (id, note) VALUES (${21}, ${"gone"})`), Effect.never)).pipe(
+          Effect.timeout("20 millis"),
+          Effect.ignore
+        )
+        return yield* Effect.orDie(sql<{ id: number }>`SELECT id FROM lean_notes ORDER BY id`)
+      })).pipe(Effect.orDie)
+    )
+    expect(rows).toEqual([{ id: 20 }])
+    expect(await withSql((sql) => sql`SELECT id FROM lean_notes ORDER BY id`)).toEqual([{ id: 20 }])
   })
 
   it("an interrupted transaction rolls back and gives its connection back", async () => {

@@ -1,4 +1,5 @@
 import { Effect, FiberRef, Option } from "effect"
+import { type Local, locallyAll } from "./FiberLocals.js"
 
 /**
  * Effects held back until an enclosing transaction commits. A service's own transaction
@@ -18,13 +19,22 @@ export const afterCommit = (effect: Effect.Effect<void>): Effect.Effect<void> =>
       : effect)
 
 /**
+ * The FiberRef setting (for `locallyAll`) under which `afterCommit` effects are pushed onto
+ * `list` instead of run: its owner runs them once its transaction has committed, and drops
+ * them when it rolled back.
+ */
+export const holdingIn = (list: Array<Effect.Effect<void>>): Local => [held, Option.some(list)]
+
+/** Runs the effects `holdingIn` gathered, in order. */
+export const runHeld = (list: ReadonlyArray<Effect.Effect<void>>): Effect.Effect<void> =>
+  list.length === 0 ? Effect.void : Effect.forEach(list, (effect) => effect, { discard: true })
+
+/**
  * Runs `transaction` holding every `afterCommit` effect inside it, then runs them once it
  * has succeeded (committed). A failed transaction rolled back, so they are dropped.
  */
 export const holdingAfterCommit = <A, E, R>(transaction: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.suspend(() => {
     const list: Array<Effect.Effect<void>> = []
-    return Effect.locally(transaction, held, Option.some(list)).pipe(
-      Effect.tap(() => Effect.forEach(list, (effect) => effect, { discard: true }))
-    )
+    return Effect.tap(locallyAll(transaction, () => [holdingIn(list)]), () => runHeld(list))
   })

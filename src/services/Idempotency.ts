@@ -1,11 +1,13 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
 import type { Fragment } from "@effect/sql/Statement"
-import { Effect, Exit, Option } from "effect"
+import type { Connection } from "@effect/sql/SqlConnection"
+import { Context, Effect, Exit, FiberRef, Option, Scope } from "effect"
 import { IDEMPOTENCY_TTL_MS, MAX_IDEMPOTENCY_KEYS_PER_USER } from "../domain/Idempotency.js"
-import { holdingAfterCommit } from "./AfterCommit.js"
+import { holdingIn, runHeld } from "./AfterCommit.js"
 import { commitHandover, flushing, makeHandover } from "./CommitHandover.js"
 import { spliceWire, spliceWireSql } from "./CommitStandIns.js"
+import { locallyAll } from "./FiberLocals.js"
 import { commitWithNextStatement } from "./PgGuard.js"
 import { now as clockNow } from "./ServiceClock.js"
 import type { UserId } from "../domain/Ids.js"
@@ -147,43 +149,62 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
         const slot = lockName(request)
         if (running.has(slot)) return Effect.succeed<Outcome<A>>({ _tag: "Busy" })
         running.add(slot)
-        const transaction = (now: Date) =>
-          Effect.gen(function*() {
-            const conn = yield* sql.reserve
-            const unprepared = (text: string) => conn.executeUnprepared(text, [], undefined)
-            return yield* Effect.gen(function*() {
-              yield* unprepared("BEGIN")
-              const handover = makeHandover()
-              const value = yield* Effect.provideService(write, SqlClient.TransactionConnection, [flushing(conn, handover), 0] as const)
-                .pipe(Effect.locally(commitHandover, Option.some(handover)))
-              const kept = yield* keep(value)
-              if (kept === undefined) return yield* Effect.fail(new RollBack<A>({ _tag: "Ran", value }))
-              const pending = handover.pending
-              handover.pending = undefined
-              const commitRides = commitWithNextStatement(conn)
-              // A recorded key is replayed below from its record; were the record gone again
-              // by then, the client retries.
-              const refused = <X>(statement: Effect.Effect<X, SqlError>) =>
-                Effect.catchIf(statement, (error) => refusals.has(sqlStateOf(error)), () => Effect.fail(new RollBack<A>({ _tag: "Busy" })))
-              // The record goes out with the write's commit statement when the write handed
-              // it over, else on its own; COMMIT rides with whichever is last.
-              let answer: StoredAnswer
-              if (pending !== undefined) {
-                answer = spliced(kept, yield* refused(pending.send(recordCall(request, kept, now))))
-              } else {
-                answer = spliced(kept, handover.flushedWire)
-                yield* refused(conn.execute(RECORD, recordParams(request, answer, now), undefined))
-              }
-              if (!commitRides) yield* unprepared("COMMIT")
-              return (answer === kept ? { _tag: "Ran", value } : { _tag: "Ran", value, answer }) as Outcome<A>
-            }).pipe(
-              // Also after a failed COMMIT (PostgreSQL then only warns), so the connection
-              // never goes back to the pool inside a transaction.
-              Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : Effect.ignore(unprepared("ROLLBACK")))
-            )
-          })
+        // The write's statements run on the keyed transaction's connection, its own transaction
+        // nests as a savepoint, its commit statement may be handed over (`commitHandover`), and
+        // its after-commit work waits for this COMMIT: three FiberRefs, set in one go.
+        const transaction = (now: Date, connection: Connection, heldAfterCommit: Array<Effect.Effect<void>>) => {
+          const unprepared = (text: string) => connection.executeUnprepared(text, [], undefined)
+          const handover = makeHandover()
+          const written = locallyAll(write, (fiber) => [
+            holdingIn(heldAfterCommit),
+            [commitHandover, Option.some(handover)],
+            [FiberRef.currentContext, Context.add(fiber.currentContext, SqlClient.TransactionConnection, [flushing(connection, handover), 0] as const)]
+          ])
+          // A recorded key is replayed from its record by the caller; were the record gone again
+          // by then, the client retries.
+          const refused = <X>(statement: Effect.Effect<X, SqlError>) =>
+            Effect.catchIf(statement, (error) => refusals.has(sqlStateOf(error)), () => Effect.fail(new RollBack<A>({ _tag: "Busy" })))
+          const record = (value: A, kept: StoredAnswer): Effect.Effect<Outcome<A>, SqlError | RollBack<A>> => {
+            const pending = handover.pending
+            handover.pending = undefined
+            const commitRides = commitWithNextStatement(connection)
+            // The record goes out with the write's commit statement when the write handed it
+            // over, else on its own; COMMIT rides with whichever is last.
+            const recorded: Effect.Effect<StoredAnswer, SqlError | RollBack<A>> = pending !== undefined
+              ? Effect.map(refused(pending.send(recordCall(request, kept, now))), (wire) => spliced(kept, wire))
+              : Effect.suspend(() => {
+                const answer = spliced(kept, handover.flushedWire)
+                return Effect.as(refused(connection.execute(RECORD, recordParams(request, answer, now), undefined)), answer)
+              })
+            return Effect.flatMap(recorded, (answer) => {
+              const outcome = (answer === kept ? { _tag: "Ran", value } : { _tag: "Ran", value, answer }) as Outcome<A>
+              return commitRides ? Effect.succeed(outcome) : Effect.as(unprepared("COMMIT"), outcome)
+            })
+          }
+          return unprepared("BEGIN").pipe(
+            Effect.zipRight(written),
+            Effect.flatMap((value) =>
+              Effect.flatMap(keep(value), (kept) =>
+                kept === undefined ? Effect.fail(new RollBack<A>({ _tag: "Ran", value })) : record(value, kept))
+            ),
+            // Also after a failed COMMIT (PostgreSQL then only warns), so the connection
+            // never goes back to the pool inside a transaction.
+            Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : Effect.ignore(unprepared("ROLLBACK")))
+          )
+        }
+        // The connection goes back to the pool once the transaction has ended either way;
+        // after-commit work runs only after a COMMIT.
+        const committed = (now: Date) =>
+          Effect.flatMap(Scope.make(), (scope) =>
+            Effect.flatMap(Scope.extend(sql.reserve, scope), (connection) => {
+              const heldAfterCommit: Array<Effect.Effect<void>> = []
+              return transaction(now, connection, heldAfterCommit).pipe(
+                Effect.onExit((exit) => Scope.close(scope, exit)),
+                Effect.tap(() => runHeld(heldAfterCommit))
+              )
+            }))
         return Effect.flatMap(clockNow, (now) =>
-          holdingAfterCommit(Effect.scoped(transaction(now))).pipe(
+          committed(now).pipe(
             // Whatever this run answered when it did not commit, a key that already has an
             // outcome answers with that (a retry, or a key running elsewhere).
             Effect.catchIf(

@@ -3,6 +3,7 @@ import type { Connection } from "@effect/sql/SqlConnection"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
 import { Context, Effect, Exit, FiberRef, Scope } from "effect"
+import { locallyAll } from "./FiberLocals.js"
 
 /**
  * Statements that run straight on their connection while nothing watches them (issue 12
@@ -56,31 +57,45 @@ const lean = <S>(statement: S): S => {
 }
 
 /**
- * `withTransaction` for an outermost transaction while nothing watches: BEGIN, the body with
- * the connection as its `TransactionConnection`, COMMIT or ROLLBACK, the connection released
- * with the scope it was reserved in: the library's steps without its span (tracing off, a
- * no-op costing about a tenth of a small write's fiber-runtime steps). A nested transaction
- * (a savepoint) and a traced one take the library's path; both find the connection where
- * the library puts it, so they nest in either.
+ * `withTransaction` while nothing watches: the library's steps without its span (tracing off,
+ * a no-op costing about a tenth of a small write's fiber-runtime steps).
+ * - Outermost: BEGIN, the body with the connection as its `TransactionConnection`, COMMIT or
+ *   ROLLBACK, the connection released with the scope it was reserved in.
+ * - Nested: `SAVEPOINT effect_sql_<depth>`, the body one level deeper, and on failure
+ *   `ROLLBACK TO` it (on success nothing, as the library does). A keyed write's own
+ *   transaction is one (`Idempotency.run` holds the outer one).
+ * A traced one takes the library's path; both find the connection where the library puts
+ * it, under the same savepoint names, so they nest in either.
  */
 const leanTransaction = (client: SqlClient.SqlClient): SqlClient.SqlClient["withTransaction"] => {
   const library = client.withTransaction
   const unprepared = (connection: Connection, text: string) => connection.executeUnprepared(text, [], undefined)
   return <R, E, A>(effect: Effect.Effect<A, E, R>) =>
     Effect.withFiberRuntime<A, E | SqlError, R>((fiber) => {
+      if (fiber.getFiberRef(FiberRef.currentTracerEnabled)) return library(effect)
       const context = fiber.currentContext
-      if (fiber.getFiberRef(FiberRef.currentTracerEnabled) || Context.getOption(context, SqlClient.TransactionConnection)._tag === "Some") {
-        return library(effect)
+      const outer = Context.getOption(context, SqlClient.TransactionConnection)
+      if (outer._tag === "Some") {
+        const [connection, depth] = outer.value
+        const name = `effect_sql_${depth + 1}`
+        return Effect.uninterruptibleMask((restore) =>
+          unprepared(connection, `SAVEPOINT ${name}`).pipe(
+            Effect.zipRight(Effect.exit(locallyAll(restore(effect), () => [
+              [FiberRef.currentContext, Context.add(context, SqlClient.TransactionConnection, [connection, depth + 1] as const)]
+            ]))),
+            Effect.flatMap((exit) =>
+              Exit.isSuccess(exit) ? exit : Effect.zipRight(Effect.orDie(unprepared(connection, `ROLLBACK TO SAVEPOINT ${name}`)), exit)
+            )
+          )
+        )
       }
       return Effect.uninterruptibleMask((restore) =>
         Effect.flatMap(Scope.make(), (scope) =>
           Effect.flatMap(Scope.extend(client.reserve, scope), (connection) =>
             unprepared(connection, "BEGIN").pipe(
-              Effect.zipRight(Effect.locally(
-                restore(effect),
-                FiberRef.currentContext,
-                Context.add(context, SqlClient.TransactionConnection, [connection, 0] as const)
-              )),
+              Effect.zipRight(locallyAll(restore(effect), () => [
+                [FiberRef.currentContext, Context.add(context, SqlClient.TransactionConnection, [connection, 0] as const)]
+              ])),
               Effect.exit,
               Effect.flatMap((exit) =>
                 Effect.zipRight(
