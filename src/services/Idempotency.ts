@@ -2,12 +2,13 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
 import type { Fragment } from "@effect/sql/Statement"
 import type { Connection } from "@effect/sql/SqlConnection"
-import { Context, Effect, Exit, FiberRef, Option, Scope } from "effect"
+import { Effect, Exit, Option, Scope } from "effect"
 import { IDEMPOTENCY_TTL_MS, MAX_IDEMPOTENCY_KEYS_PER_USER } from "../domain/Idempotency.js"
 import { holdingIn, runHeld } from "./AfterCommit.js"
 import { commitHandover, flushing, makeHandover } from "./CommitHandover.js"
 import { spliceWire, spliceWireSql } from "./CommitStandIns.js"
 import { locallyAll } from "./FiberLocals.js"
+import { onTransactionConnection } from "./LeanStatements.js"
 import { commitWithNextStatement } from "./PgGuard.js"
 import { now as clockNow } from "./ServiceClock.js"
 import type { UserId } from "../domain/Ids.js"
@@ -158,7 +159,7 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
           const written = locallyAll(write, (fiber) => [
             holdingIn(heldAfterCommit),
             [commitHandover, Option.some(handover)],
-            [FiberRef.currentContext, Context.add(fiber.currentContext, SqlClient.TransactionConnection, [flushing(connection, handover), 0] as const)]
+            onTransactionConnection(fiber.currentContext, flushing(connection, handover), 0)
           ])
           // A recorded key is replayed from its record by the caller; were the record gone again
           // by then, the client retries.
@@ -170,12 +171,11 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
             const commitRides = commitWithNextStatement(connection)
             // The record goes out with the write's commit statement when the write handed it
             // over, else on its own; COMMIT rides with whichever is last.
+            const alone = (answer: StoredAnswer) =>
+              Effect.as(refused(connection.execute(RECORD, recordParams(request, answer, now), undefined)), answer)
             const recorded: Effect.Effect<StoredAnswer, SqlError | RollBack<A>> = pending !== undefined
               ? Effect.map(refused(pending.send(recordCall(request, kept, now))), (wire) => spliced(kept, wire))
-              : Effect.suspend(() => {
-                const answer = spliced(kept, handover.flushedWire)
-                return Effect.as(refused(connection.execute(RECORD, recordParams(request, answer, now), undefined)), answer)
-              })
+              : alone(spliced(kept, handover.flushedWire))
             return Effect.flatMap(recorded, (answer) => {
               const outcome = (answer === kept ? { _tag: "Ran", value } : { _tag: "Ran", value, answer }) as Outcome<A>
               return commitRides ? Effect.succeed(outcome) : Effect.as(unprepared("COMMIT"), outcome)

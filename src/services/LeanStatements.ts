@@ -3,7 +3,7 @@ import type { Connection } from "@effect/sql/SqlConnection"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
 import { Context, Effect, Exit, FiberRef, Scope } from "effect"
-import { locallyAll } from "./FiberLocals.js"
+import { type Local, locallyAll } from "./FiberLocals.js"
 
 /**
  * Statements that run straight on their connection while nothing watches them (issue 12
@@ -57,6 +57,13 @@ const lean = <S>(statement: S): S => {
 }
 
 /**
+ * The context setting (for `locallyAll`) under which statements run on `connection`, inside a
+ * transaction `depth` savepoints deep, where the library looks for it.
+ */
+export const onTransactionConnection = (context: Context.Context<never>, connection: Connection, depth: number): Local =>
+  [FiberRef.currentContext, Context.add(context, SqlClient.TransactionConnection, [connection, depth] as const)]
+
+/**
  * `withTransaction` while nothing watches: the library's steps without its span (tracing off,
  * a no-op costing about a tenth of a small write's fiber-runtime steps).
  * - Outermost: BEGIN, the body with the connection as its `TransactionConnection`, COMMIT or
@@ -80,9 +87,7 @@ const leanTransaction = (client: SqlClient.SqlClient): SqlClient.SqlClient["with
         const name = `effect_sql_${depth + 1}`
         return Effect.uninterruptibleMask((restore) =>
           unprepared(connection, `SAVEPOINT ${name}`).pipe(
-            Effect.zipRight(Effect.exit(locallyAll(restore(effect), () => [
-              [FiberRef.currentContext, Context.add(context, SqlClient.TransactionConnection, [connection, depth + 1] as const)]
-            ]))),
+            Effect.zipRight(Effect.exit(locallyAll(restore(effect), () => [onTransactionConnection(context, connection, depth + 1)]))),
             Effect.flatMap((exit) =>
               Exit.isSuccess(exit) ? exit : Effect.zipRight(Effect.orDie(unprepared(connection, `ROLLBACK TO SAVEPOINT ${name}`)), exit)
             )
@@ -93,9 +98,7 @@ const leanTransaction = (client: SqlClient.SqlClient): SqlClient.SqlClient["with
         Effect.flatMap(Scope.make(), (scope) =>
           Effect.flatMap(Scope.extend(client.reserve, scope), (connection) =>
             unprepared(connection, "BEGIN").pipe(
-              Effect.zipRight(locallyAll(restore(effect), () => [
-                [FiberRef.currentContext, Context.add(context, SqlClient.TransactionConnection, [connection, 0] as const)]
-              ])),
+              Effect.zipRight(locallyAll(restore(effect), () => [onTransactionConnection(context, connection, 0)])),
               Effect.exit,
               Effect.flatMap((exit) =>
                 Effect.zipRight(
