@@ -1,6 +1,6 @@
 import Pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { commitWithNextStatement, makeGuardedPool, OutageTracker } from "../src/services/PgGuard.js"
+import { answersAtOnce, commitWithNextStatement, makeGuardedPool, OutageTracker } from "../src/services/PgGuard.js"
 import { databaseKind, freshDatabase, type TestDatabase } from "./support/database.js"
 
 /*
@@ -195,6 +195,44 @@ describe.skipIf(databaseKind() !== "postgres")("BEGIN and COMMIT pipelined with 
       } finally {
         parsed.restore()
       }
+    })
+  })
+
+  it("control statements that need no round trip are taken at once, the others are left to go out", async () => {
+    await withClient(async (client) => {
+      const connection = asConnection(client)
+      // Held: nothing sent, the next statement carries them.
+      expect(answersAtOnce(connection, "BEGIN")).toBe(true)
+      expect(answersAtOnce(connection, "SAVEPOINT effect_sql_1")).toBe(true)
+      expect(await run(client, "INSERT INTO items VALUES ($1, $2)", [50, "held"])).toEqual([])
+      // The savepoint went out with it: rolling back to it must go out too.
+      expect(answersAtOnce(connection, "ROLLBACK TO SAVEPOINT effect_sql_1")).toBe(false)
+      expect(await run(client, "ROLLBACK TO SAVEPOINT effect_sql_1")).toEqual([])
+      expect(await run(client, "INSERT INTO items VALUES ($1, $2)", [51, "kept"])).toEqual([])
+      // COMMIT of a transaction whose statements went out, without one riding along: it goes out.
+      expect(answersAtOnce(connection, "COMMIT")).toBe(false)
+      expect(await run(client, "COMMIT")).toEqual([])
+      expect(await stored()).toContainEqual({ id: 51, note: "kept" })
+      expect(await stored()).not.toContainEqual({ id: 50, note: "held" })
+
+      // COMMIT that rode with the last statement: answered at once, and the next transaction starts cleanly.
+      expect(answersAtOnce(connection, "BEGIN")).toBe(true)
+      expect(commitWithNextStatement(connection)).toBe(true)
+      expect(await run(client, "INSERT INTO items VALUES ($1, $2)", [52, "rode"])).toEqual([])
+      expect(answersAtOnce(connection, "COMMIT")).toBe(true)
+      expect(await stored()).toContainEqual({ id: 52, note: "rode" })
+
+      // A transaction none of whose statements went out ends without a word, either way.
+      expect(answersAtOnce(connection, "BEGIN")).toBe(true)
+      expect(answersAtOnce(connection, "SAVEPOINT effect_sql_1")).toBe(true)
+      expect(answersAtOnce(connection, "ROLLBACK TO SAVEPOINT effect_sql_1")).toBe(true)
+      expect(answersAtOnce(connection, "ROLLBACK")).toBe(true)
+      expect(answersAtOnce(connection, "BEGIN")).toBe(true)
+      expect(answersAtOnce(connection, "COMMIT")).toBe(true)
+      // Out of any transaction: a plain statement runs on its own (nothing held is sent ahead of it).
+      expect(await run(client, "SELECT count(*)::int AS n FROM items WHERE id >= $1", [50])).toEqual([{ n: 2 }])
+      expect(answersAtOnce(connection, "SELECT 1")).toBe(false)
+      await other.query("DELETE FROM items WHERE id >= 50")
     })
   })
 

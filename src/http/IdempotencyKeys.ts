@@ -12,7 +12,8 @@ import {
   takesIdempotencyKey
 } from "../domain/Idempotency.js"
 import { Authenticator } from "../services/Authenticator.js"
-import { Idempotency, type StoredAnswer } from "../services/Idempotency.js"
+import type { CurrentUserShape } from "../services/CurrentUser.js"
+import { Idempotency, type Outcome, type StoredAnswer } from "../services/Idempotency.js"
 import { preAuthenticated } from "./Security.js"
 
 const pathOf = (url: string) => {
@@ -56,6 +57,20 @@ const replay = (answer: StoredAnswer) => responseOf(answer, answer.status, { [ID
 const answered = (response: HttpServerResponse.HttpServerResponse, answer: StoredAnswer) =>
   // The length (and type) set for the body with the stand-in are not this body's.
   responseOf(answer, response.status, Headers.remove(response.headers, ["content-length", "content-type"]))
+
+/** What a keyed request answers, from how its key's write went. */
+const responseFor = (outcome: Outcome<HttpServerResponse.HttpServerResponse>) => {
+  switch (outcome._tag) {
+    case "Ran":
+      return outcome.answer === undefined ? outcome.value : answered(outcome.value, outcome.answer)
+    case "Replay":
+      return replay(outcome.answer)
+    case "Busy":
+      return busy()
+    case "Mismatch":
+      return reused()
+  }
+}
 
 const decoder = new TextDecoder()
 const encoder = new TextEncoder()
@@ -105,29 +120,22 @@ export const makeIdempotentWrites = Effect.gen(function*() {
           ValidationError.field("Idempotency-Key", `must be 1–${MAX_IDEMPOTENCY_KEY_LENGTH} printable ASCII characters`)
         )
       }
-      return Effect.gen(function*() {
-        const user = yield* Effect.option(authenticator.authenticate(request))
-        if (Option.isNone(user)) return yield* app
-        const fingerprint = fingerprintOf(request.method, request.url, yield* request.text)
-        const outcome = yield* idempotency.run(
-          { userId: user.value.id, key, fingerprint },
-          Effect.locally(app, preAuthenticated, user),
-          keep
+      const keyed = (user: CurrentUserShape) =>
+        Effect.flatMap(request.text, (body) =>
+          Effect.map(
+            idempotency.run(
+              { userId: user.id, key, fingerprint: fingerprintOf(request.method, request.url, body) },
+              app,
+              keep,
+              [[preAuthenticated, Option.some(user)]]
+            ),
+            responseFor
+          ))
+      return Effect.flatMap(Effect.option(authenticator.authenticate(request)), (user) =>
+        Option.isNone(user) ? app : keyed(user.value)).pipe(
+          // Like every route (`whole`): a client hanging up neither cuts the write short nor
+          // cancels a statement of the transaction.
+          Effect.uninterruptible
         )
-        switch (outcome._tag) {
-          case "Ran":
-            return outcome.answer === undefined ? outcome.value : answered(outcome.value, outcome.answer)
-          case "Replay":
-            return replay(outcome.answer)
-          case "Busy":
-            return busy()
-          case "Mismatch":
-            return reused()
-        }
-      }).pipe(
-        // Like every route (`whole`): a client hanging up neither cuts the write short nor
-        // cancels a statement of the transaction.
-        Effect.uninterruptible
-      )
     })
 })

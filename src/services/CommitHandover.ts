@@ -2,8 +2,8 @@ import type { Connection } from "@effect/sql/SqlConnection"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { Fragment } from "@effect/sql/Statement"
 import { Effect, FiberRef, Option, Stream } from "effect"
-import { commitWithNextStatement } from "./PgGuard.js"
-import { CommitWithNext } from "./TransactionPipeline.js"
+import { answersAtOnce, commitWithNextStatement } from "./PgGuard.js"
+import { AnswersAtOnce, CommitWithNext } from "./TransactionPipeline.js"
 
 /**
  * A mutation's commit statement handed to the keyed request around it (Idempotency-Key,
@@ -53,12 +53,22 @@ class FlushingConnection implements Connection {
   constructor(readonly connection: Connection, readonly handover: Handover) {}
 
   private after<A>(statement: () => Effect.Effect<A, SqlError>) {
-    return Effect.zipRight(flush(this.handover), Effect.suspend(statement))
+    return Effect.suspend(() =>
+      this.handover.pending === undefined ? statement() : Effect.zipRight(flush(this.handover), Effect.suspend(statement))
+    )
   }
 
   /** COMMIT with the next statement, as the connection underneath does it. */
   [CommitWithNext]() {
     return commitWithNextStatement(this.connection)
+  }
+
+  /**
+   * As the connection underneath, while no commit statement waits: one that does must go
+   * out before anything held now (a SAVEPOINT held ahead of it could roll it back).
+   */
+  [AnswersAtOnce](text: string) {
+    return this.handover.pending === undefined && answersAtOnce(this.connection, text)
   }
 
   readonly execute: Connection["execute"] = (text, params, transformRows) =>

@@ -2,15 +2,16 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
 import type { Fragment } from "@effect/sql/Statement"
 import type { Connection } from "@effect/sql/SqlConnection"
-import { Effect, Exit, Option, Scope } from "effect"
+import { Cause, Effect, Exit, Option, Scope } from "effect"
 import { IDEMPOTENCY_TTL_MS, MAX_IDEMPOTENCY_KEYS_PER_USER } from "../domain/Idempotency.js"
 import { holdingIn, runHeld } from "./AfterCommit.js"
 import { commitHandover, flushing, makeHandover } from "./CommitHandover.js"
 import { spliceWire, spliceWireSql } from "./CommitStandIns.js"
-import { locallyAll } from "./FiberLocals.js"
-import { onTransactionConnection } from "./LeanStatements.js"
+import { type Local, locallyAll } from "./FiberLocals.js"
+import { control, onTransactionConnection } from "./LeanStatements.js"
 import { commitWithNextStatement } from "./PgGuard.js"
 import { now as clockNow } from "./ServiceClock.js"
+import { spanWhenTraced } from "./Tracing.js"
 import type { UserId } from "../domain/Ids.js"
 
 /** A keyed request: whose key, and what the request was (method, path, body hashed). */
@@ -144,7 +145,8 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
     const run = <A, E, R>(
       request: KeyedRequest,
       write: Effect.Effect<A, E, R>,
-      keep: (value: A) => Effect.Effect<StoredAnswer | undefined>
+      keep: (value: A) => Effect.Effect<StoredAnswer | undefined>,
+      locals: ReadonlyArray<Local> = []
     ): Effect.Effect<Outcome<A>, E, R> =>
       Effect.suspend(() => {
         const slot = lockName(request)
@@ -152,11 +154,11 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
         running.add(slot)
         // The write's statements run on the keyed transaction's connection, its own transaction
         // nests as a savepoint, its commit statement may be handed over (`commitHandover`), and
-        // its after-commit work waits for this COMMIT: three FiberRefs, set in one go.
+        // its after-commit work waits for this COMMIT: three FiberRefs (and the caller's), set in one go.
         const transaction = (now: Date, connection: Connection, heldAfterCommit: Array<Effect.Effect<void>>) => {
-          const unprepared = (text: string) => connection.executeUnprepared(text, [], undefined)
           const handover = makeHandover()
           const written = locallyAll(write, (fiber) => [
+            ...locals,
             holdingIn(heldAfterCommit),
             [commitHandover, Option.some(handover)],
             onTransactionConnection(fiber.currentContext, flushing(connection, handover), 0)
@@ -178,48 +180,57 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
               : alone(spliced(kept, handover.flushedWire))
             return Effect.flatMap(recorded, (answer) => {
               const outcome = (answer === kept ? { _tag: "Ran", value } : { _tag: "Ran", value, answer }) as Outcome<A>
-              return commitRides ? Effect.succeed(outcome) : Effect.as(unprepared("COMMIT"), outcome)
+              return commitRides ? Effect.succeed(outcome) : Effect.as(control(connection, "COMMIT"), outcome)
             })
           }
-          return unprepared("BEGIN").pipe(
-            Effect.zipRight(written),
+          return Effect.zipRight(control(connection, "BEGIN"), written).pipe(
             Effect.flatMap((value) =>
               Effect.flatMap(keep(value), (kept) =>
                 kept === undefined ? Effect.fail(new RollBack<A>({ _tag: "Ran", value })) : record(value, kept))
-            ),
-            // Also after a failed COMMIT (PostgreSQL then only warns), so the connection
-            // never goes back to the pool inside a transaction.
-            Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : Effect.ignore(unprepared("ROLLBACK")))
+            )
           )
         }
-        // The connection goes back to the pool once the transaction has ended either way;
-        // after-commit work runs only after a COMMIT.
+        // Whatever this run answered when it did not commit, a key that already has an
+        // outcome answers with that (a retry, or a key running elsewhere).
+        const failed = (now: Date, cause: Cause.Cause<unknown>): Effect.Effect<Outcome<A>, E> => {
+          const failure = Cause.failureOrCause(cause)
+          if (failure._tag === "Right") return Effect.failCause(failure.right)
+          const error = failure.left
+          if (error instanceof RollBack) return Effect.map(settled<A>(request, now), (found) => found ?? (error as RollBack<A>).outcome)
+          if (error instanceof SqlError) return Effect.die(error)
+          return Effect.flatMap(settled<A>(request, now), (found) => found === undefined ? Effect.fail(error as E) : Effect.succeed(found))
+        }
+        // Once the transaction has ended either way (a ROLLBACK also after a failed COMMIT,
+        // which PostgreSQL only warns about), the connection goes back to the pool and the slot
+        // is free: a duplicate arriving now finds the record (committed) or runs afresh (rolled
+        // back). After-commit work runs only after a COMMIT.
         const committed = (now: Date) =>
-          Effect.flatMap(Scope.make(), (scope) =>
-            Effect.flatMap(Scope.extend(sql.reserve, scope), (connection) => {
-              const heldAfterCommit: Array<Effect.Effect<void>> = []
-              return transaction(now, connection, heldAfterCommit).pipe(
-                Effect.onExit((exit) => Scope.close(scope, exit)),
-                Effect.tap(() => runHeld(heldAfterCommit))
-              )
-            }))
-        return Effect.flatMap(clockNow, (now) =>
-          committed(now).pipe(
-            // Whatever this run answered when it did not commit, a key that already has an
-            // outcome answers with that (a retry, or a key running elsewhere).
-            Effect.catchIf(
-              (e): e is RollBack<A> => e instanceof RollBack,
-              (e) => Effect.map(settled<A>(request, now), (found) => found ?? e.outcome)
-            ),
-            Effect.catchIf((e): e is SqlError => e instanceof SqlError, Effect.die),
-            Effect.catchAll((error) =>
-              Effect.flatMap(settled<A>(request, now), (found) => found === undefined ? Effect.fail(error) : Effect.succeed(found))
-            )
-          )).pipe(
-            Effect.ensuring(Effect.sync(() => running.delete(slot))),
-            Effect.uninterruptible,
-            Effect.withSpan("Idempotency.run", { captureStackTrace: false })
-          ) as Effect.Effect<Outcome<A>, E, R>
+          Effect.flatMap(Scope.make(), (scope) => {
+            const heldAfterCommit: Array<Effect.Effect<void>> = []
+            let reserved: Connection | undefined
+            const ran = Effect.flatMap(Scope.extend(sql.reserve, scope), (connection) => {
+              reserved = connection
+              return transaction(now, connection, heldAfterCommit)
+            })
+            return Effect.matchCauseEffect(ran, {
+              onSuccess: (outcome) => {
+                running.delete(slot)
+                return Effect.zipRight(Scope.close(scope, Exit.void), Effect.as(runHeld(heldAfterCommit), outcome))
+              },
+              onFailure: (cause) => {
+                running.delete(slot)
+                const rolledBack = reserved === undefined ? Effect.void : Effect.ignore(control(reserved, "ROLLBACK"))
+                return rolledBack.pipe(
+                  Effect.zipRight(Scope.close(scope, Exit.failCause(cause))),
+                  Effect.zipRight(failed(now, cause))
+                )
+              }
+            })
+          })
+        return Effect.flatMap(clockNow, committed).pipe(
+          Effect.uninterruptible,
+          spanWhenTraced("Idempotency.run")
+        ) as Effect.Effect<Outcome<A>, E, R>
       })
 
     /** Drops expired records, and a user's oldest beyond the cap; returns how many went. */

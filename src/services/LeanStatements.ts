@@ -4,6 +4,7 @@ import type { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
 import { Context, Effect, Exit, FiberRef, Scope } from "effect"
 import { type Local, locallyAll } from "./FiberLocals.js"
+import { answersAtOnce } from "./PgGuard.js"
 
 /**
  * Statements that run straight on their connection while nothing watches them (issue 12
@@ -63,6 +64,17 @@ const lean = <S>(statement: S): S => {
 export const onTransactionConnection = (context: Context.Context<never>, connection: Connection, depth: number): Local =>
   [FiberRef.currentContext, Context.add(context, SqlClient.TransactionConnection, [connection, depth] as const)]
 
+const NO_ROWS: Effect.Effect<ReadonlyArray<never>> = Effect.succeed([])
+
+/**
+ * A transaction's control statement (BEGIN, SAVEPOINT, COMMIT, ROLLBACK, ROLLBACK TO) on its
+ * connection. Most need no round trip (held for the next statement, or already sent with the
+ * last one: `TransactionPipeline`), and the connection says so at once, which spares the
+ * query's timer, callback and asynchronous resume: a write has two or three of them.
+ */
+export const control = (connection: Connection, text: string): Effect.Effect<ReadonlyArray<unknown>, SqlError> =>
+  answersAtOnce(connection, text) ? NO_ROWS : connection.executeUnprepared(text, [], undefined)
+
 /**
  * `withTransaction` while nothing watches: the library's steps without its span (tracing off,
  * a no-op costing about a tenth of a small write's fiber-runtime steps).
@@ -76,7 +88,6 @@ export const onTransactionConnection = (context: Context.Context<never>, connect
  */
 const leanTransaction = (client: SqlClient.SqlClient): SqlClient.SqlClient["withTransaction"] => {
   const library = client.withTransaction
-  const unprepared = (connection: Connection, text: string) => connection.executeUnprepared(text, [], undefined)
   return <R, E, A>(effect: Effect.Effect<A, E, R>) =>
     Effect.withFiberRuntime<A, E | SqlError, R>((fiber) => {
       if (fiber.getFiberRef(FiberRef.currentTracerEnabled)) return library(effect)
@@ -86,10 +97,10 @@ const leanTransaction = (client: SqlClient.SqlClient): SqlClient.SqlClient["with
         const [connection, depth] = outer.value
         const name = `effect_sql_${depth + 1}`
         return Effect.uninterruptibleMask((restore) =>
-          unprepared(connection, `SAVEPOINT ${name}`).pipe(
+          control(connection, `SAVEPOINT ${name}`).pipe(
             Effect.zipRight(Effect.exit(locallyAll(restore(effect), () => [onTransactionConnection(context, connection, depth + 1)]))),
             Effect.flatMap((exit) =>
-              Exit.isSuccess(exit) ? exit : Effect.zipRight(Effect.orDie(unprepared(connection, `ROLLBACK TO SAVEPOINT ${name}`)), exit)
+              Exit.isSuccess(exit) ? exit : Effect.zipRight(Effect.orDie(control(connection, `ROLLBACK TO SAVEPOINT ${name}`)), exit)
             )
           )
         )
@@ -97,12 +108,12 @@ const leanTransaction = (client: SqlClient.SqlClient): SqlClient.SqlClient["with
       return Effect.uninterruptibleMask((restore) =>
         Effect.flatMap(Scope.make(), (scope) =>
           Effect.flatMap(Scope.extend(client.reserve, scope), (connection) =>
-            unprepared(connection, "BEGIN").pipe(
+            control(connection, "BEGIN").pipe(
               Effect.zipRight(locallyAll(restore(effect), () => [onTransactionConnection(context, connection, 0)])),
               Effect.exit,
               Effect.flatMap((exit) =>
                 Effect.zipRight(
-                  Effect.ensuring(Effect.orDie(unprepared(connection, Exit.isSuccess(exit) ? "COMMIT" : "ROLLBACK")), Scope.close(scope, exit)),
+                  Effect.ensuring(Effect.orDie(control(connection, Exit.isSuccess(exit) ? "COMMIT" : "ROLLBACK")), Scope.close(scope, exit)),
                   exit
                 )
               )

@@ -1,6 +1,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { Fragment } from "@effect/sql/Statement"
-import { Effect, FiberRef, Option } from "effect"
+import type { Connection } from "@effect/sql/SqlConnection"
+import { Context, Effect, Option } from "effect"
 import type { ActionName, DomainEvent, RowChange, StatName } from "../domain/Changes.js"
 import { type JsonValue, type Row, sameValue } from "../domain/Json.js"
 import { localDate } from "../domain/LocalTime.js"
@@ -12,7 +13,9 @@ import { ChangeWakeup } from "./ChangeWakeup.js"
 import { entriesOf } from "./ChangeLog.js"
 import { WebhookWakeup } from "./WebhookWakeup.js"
 import { commitWithNextStatement } from "./PgGuard.js"
-import { commitHandover } from "./CommitHandover.js"
+import { commitHandover, type Handover } from "./CommitHandover.js"
+import { locallyAll } from "./FiberLocals.js"
+import { onTransactionConnection } from "./LeanStatements.js"
 import { commitStatement, type Deferred } from "./CommitStatement.js"
 import { PENDING_ID, PENDING_ROW_KEY, resolvePending, STAND_IN_ID, standInWire } from "./CommitStandIns.js"
 
@@ -220,18 +223,21 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
      * The keyed request's slot, when this mutation may hand its commit statement to it: the
      * first mutation run directly in the request's transaction, whose caller needs no undo id.
      */
+    const noHandover = Effect.succeed(undefined)
     const handoverFor = (handsOver: boolean) =>
-      Effect.gen(function*() {
-        if (!handsOver) return undefined
-        const slot = yield* FiberRef.get(commitHandover)
-        if (Option.isNone(slot) || slot.value.used) return undefined
-        const transaction = yield* Effect.serviceOption(SqlClient.TransactionConnection)
-        // Only a savepoint directly in the request's transaction: one nested deeper could
-        // still be rolled back to by the transaction around it.
-        if (Option.isNone(transaction) || transaction.value[1] !== 1) return undefined
-        slot.value.used = true
-        return { handover: slot.value, transaction: transaction.value }
-      })
+      Effect.withFiberRuntime<{ readonly handover: Handover; readonly transaction: readonly [Connection, number] } | undefined>(
+        (fiber) => {
+          if (!handsOver) return noHandover
+          const slot = fiber.getFiberRef(commitHandover)
+          if (Option.isNone(slot) || slot.value.used) return noHandover
+          const transaction = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)
+          // Only a savepoint directly in the request's transaction: one nested deeper could
+          // still be rolled back to by the transaction around it.
+          if (Option.isNone(transaction) || transaction.value[1] !== 1) return noHandover
+          slot.value.used = true
+          return Effect.succeed({ handover: slot.value, transaction: transaction.value })
+        }
+      )
 
     /**
      * Runs `body` in one transaction that also writes the undo entry, the domain events
@@ -416,12 +422,12 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
         if (slot !== undefined) {
           // The result keeps its stand-in: the keyed request splices the wire into its answer.
           // Sent later from outside this transaction's scope, so it names its connection.
+          const [connection, depth] = slot.transaction
           slot.handover.pending = {
             send: (record) =>
-              commitStatement(sql, input, record).pipe(
-                Effect.tap(wakeAfter),
-                Effect.map((written) => written.wire),
-                Effect.provideService(SqlClient.TransactionConnection, slot.transaction)
+              locallyAll(
+                Effect.map(Effect.tap(commitStatement(sql, input, record), wakeAfter), (written) => written.wire),
+                (fiber) => [onTransactionConnection(fiber.currentContext, connection, depth)]
               )
           }
           return [result, null] as const

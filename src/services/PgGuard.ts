@@ -1,7 +1,7 @@
 import { Effect, Fiber, FiberRef, Option } from "effect"
 import Pg from "pg"
 import { afterFailure, DEFAULT_CAPACITY, namedQuery, StatementCache } from "./PreparedStatements.js"
-import { CommitWithNext, TransactionPipeline } from "./TransactionPipeline.js"
+import { AnswersAtOnce, CommitWithNext, TransactionPipeline } from "./TransactionPipeline.js"
 
 /**
  * Client-side bounds on a PostgreSQL server that may be down or frozen. `statement_timeout`
@@ -283,9 +283,21 @@ export const makeGuardedPool = (options: GuardedPoolOptions) => {
  */
 export const commitWithNextStatement = (connection: unknown): boolean => {
   const own = (connection as { [CommitWithNext]?: unknown } | undefined)?.[CommitWithNext]
-  if (typeof own === "function") return (own as () => boolean)()
+  if (typeof own === "function") return (own as () => boolean).call(connection)
   const pipeline = (connection as { pg?: { transactions?: unknown } } | undefined)?.pg?.transactions
   if (!(pipeline instanceof TransactionPipeline)) return false
   pipeline.commitWithNext()
   return true
+}
+
+/**
+ * Whether the connection (a `TransactionConnection`'s, or one reserved for a transaction)
+ * takes the control statement `text` without a round trip (`TransactionPipeline.answersAtOnce`):
+ * a server connection's pipeline, or a connection that answers for itself. False: send it.
+ */
+export const answersAtOnce = (connection: unknown, text: string): boolean => {
+  const own = (connection as { [AnswersAtOnce]?: unknown } | undefined)?.[AnswersAtOnce]
+  if (typeof own === "function") return (own as (text: string) => boolean).call(connection, text)
+  const pipeline = (connection as { pg?: { transactions?: unknown } } | undefined)?.pg?.transactions
+  return pipeline instanceof TransactionPipeline && pipeline.answersAtOnce(text)
 }

@@ -6,7 +6,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Deferred, Effect, Layer, Scope, Stream } from "effect"
 import { type PgliteWorker, startPgliteWorker, type WorkerResult } from "./PgliteWorker.js"
 import { afterFailure, DEFAULT_CAPACITY, namedQuery, StatementCache } from "./PreparedStatements.js"
-import { CommitWithNext, HeldStatements } from "./TransactionPipeline.js"
+import { AnswersAtOnce, CommitWithNext, HeldStatements } from "./TransactionPipeline.js"
 
 /**
  * An `SqlClient` over the embedded PostgreSQL (PGlite), which runs on a worker thread of its
@@ -121,14 +121,26 @@ export const makePgliteClient = (dataDir: string | undefined, preparedStatements
         )
       }
 
+      /**
+       * A control statement that needs nothing sent: a BEGIN or SAVEPOINT (held), a ROLLBACK TO
+       * one never sent, a COMMIT or ROLLBACK after the COMMIT already went out with the last
+       * statement, or of a transaction none of whose statements did.
+       */
+      const answersAtOnce = (text: string): boolean => {
+        if (held.absorbs(text)) return true
+        if (text !== "COMMIT" && text !== "ROLLBACK") return false
+        if (!held.startsUnsent() && !ended) return false
+        commitNext = false
+        held.take()
+        return true
+      }
+
       /** Statements without parameters, by the simple-query path (several in one text). */
       const unprepared = (text: string): Effect.Effect<WorkerResult, SqlError> => {
-        if (held.absorbs(text)) return Effect.succeed(NOTHING)
+        if (answersAtOnce(text)) return Effect.succeed(NOTHING)
         if (text === "COMMIT" || text === "ROLLBACK") {
           commitNext = false
-          // The COMMIT already went out with the last statement, or none of the
-          // transaction's statements did: nothing to end.
-          if (held.endsUnsent() || ended) return Effect.succeed(NOTHING)
+          held.take()
           return send(() => exec(text))
         }
         return send((before) => exec([...before, text].join(";\n")))
@@ -140,11 +152,15 @@ export const makePgliteClient = (dataDir: string | undefined, preparedStatements
         transformRows: (<A extends object>(rows: ReadonlyArray<A>) => ReadonlyArray<A>) | undefined
       ) => Effect.map(query(text, params), (result) => transformRows ? transformRows(result.rows) : result.rows)
 
-      const connection: Connection & { readonly [CommitWithNext]: () => boolean } = {
+      const connection: Connection & {
+        readonly [CommitWithNext]: () => boolean
+        readonly [AnswersAtOnce]: (text: string) => boolean
+      } = {
         [CommitWithNext]: () => {
           commitNext = true
           return true
         },
+        [AnswersAtOnce]: answersAtOnce,
         execute,
         executeRaw: (text, params) => query(text, params),
         executeValues: (text, params) => Effect.map(query(text, params, "array"), (result) => result.rows),

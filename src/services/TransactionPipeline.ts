@@ -24,6 +24,15 @@ type Done = (error: Error | null, result?: unknown) => void
  */
 export const CommitWithNext: unique symbol = Symbol.for("steady/CommitWithNext")
 
+/**
+ * A connection that can tell, without sending anything, that a transaction's control
+ * statement (BEGIN, SAVEPOINT, COMMIT, ROLLBACK …) needs no round trip has a method under
+ * this key: true when it took the statement (held it, or found it answered already). The
+ * caller then skips the query, and with it a timer, a callback and an asynchronous resume
+ * (`LeanStatements.control`).
+ */
+export const AnswersAtOnce: unique symbol = Symbol.for("steady/AnswersAtOnce")
+
 /** A query sent as [held statements] statement [COMMIT] with one Sync. */
 class PipelinedQuery extends (Pg.Query as unknown as new(config: object, values?: unknown, callback?: Done) => object) {
   constructor(config: object, readonly before: ReadonlyArray<string>, readonly commit: boolean, callback: Done) {
@@ -110,6 +119,11 @@ export class HeldStatements {
     return forCommit ? held.filter((text) => text === "BEGIN") : held
   }
 
+  /** Whether the transaction has not started on the server yet (its BEGIN is still here). */
+  startsUnsent(): boolean {
+    return this.held[0] === "BEGIN"
+  }
+
   /**
    * At COMMIT or ROLLBACK: forgets what is held, and says whether the transaction never
    * started on the server (its BEGIN is still here), so there is nothing to end.
@@ -147,29 +161,36 @@ export class TransactionPipeline {
   }
 
   /**
+   * Takes `text` without sending anything when it needs no round trip: a BEGIN or SAVEPOINT
+   * (held), a ROLLBACK TO a savepoint never sent, a COMMIT or ROLLBACK of a transaction none
+   * of whose statements went out, a COMMIT that already went out with the last statement.
+   */
+  answersAtOnce(text: string): boolean {
+    if (text === "BEGIN") this.committed = false
+    if (this.held.absorbs(text)) return true
+    if (text !== "COMMIT" && text !== "ROLLBACK") return false
+    if (!this.held.startsUnsent() && !(this.committed && text === "COMMIT")) return false
+    this.commitNext = false
+    this.held.take()
+    this.committed = false
+    return true
+  }
+
+  /**
    * Decides how `text` goes out. `named` is the prepared form of a parameterized
    * statement (or undefined); `done` receives the statement's own answer.
    */
   route(text: unknown, values: unknown, named: object | undefined, done: Done): Route {
     if (typeof text !== "string") return { _tag: "Send", first: this.takeHeld() }
-    if (text === "BEGIN") this.committed = false
-    if (this.held.absorbs(text)) {
+    if (this.answersAtOnce(text)) {
       answerNow(done)
       return { _tag: "AnswerNow" }
     }
     if (ROLLBACK_TO.test(text)) return { _tag: "Send", first: this.takeHeld() }
     if (text === "COMMIT" || text === "ROLLBACK") {
       this.commitNext = false
-      // A transaction none of whose statements went out: nothing to end.
-      if (this.held.endsUnsent()) {
-        answerNow(done)
-        return { _tag: "AnswerNow" }
-      }
-      if (this.committed && text === "COMMIT") {
-        this.committed = false
-        answerNow(done)
-        return { _tag: "AnswerNow" }
-      }
+      // Savepoints never sent die with the transaction.
+      this.held.take()
       this.committed = false
       // Savepoints never sent need no ending; the transaction they were in does.
       return { _tag: "Send", first: [] }
