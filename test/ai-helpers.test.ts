@@ -313,6 +313,9 @@ describe("AI off", () => {
     expect(status.status).toBe(404)
     const missing = await carol.api.get("/api/ai/insights/status")
     expect(missing.status).toBe(400)
+    // A NUL cannot reach a PostgreSQL text parameter: refused at the edge, not a 500 from the database.
+    const nul = await carol.api.get("/api/ai/insights/status?session_id=a%00b")
+    expect({ status: nul.status, code: nul.body?.code }).toEqual({ status: 400, code: "VALIDATION_ERROR" })
     // A title-only task is not queued for enrichment when AI is off.
     const task = await carol.api.post("/api/tasks", { title: "call mom tomorrow 5pm" })
     expect(task.status).toBe(201)

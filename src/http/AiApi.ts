@@ -2,6 +2,7 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { BooleanParam } from "../domain/QueryParams.js"
 import { Timestamp, Title } from "../domain/Task.js"
+import { StoredString } from "../domain/Text.js"
 import { Data } from "./Envelope.js"
 import { Authentication } from "./Security.js"
 
@@ -101,7 +102,7 @@ export class AiApi extends HttpApiGroup.make("ai")
   )
   .add(
     HttpApiEndpoint.get("insightsStatus", "/api/ai/insights/status")
-      .setUrlParams(Schema.Struct({ session_id: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(100)) }))
+      .setUrlParams(Schema.Struct({ session_id: StoredString.pipe(Schema.minLength(1), Schema.maxLength(100)) }))
       .addSuccess(Data(InsightSession))
       .annotate(OpenApi.Description, "A stored session's progress; answers whether or not AI is on. 404 for an unknown or another user's session.")
   )
