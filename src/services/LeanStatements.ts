@@ -71,6 +71,8 @@ const NO_ROWS: Effect.Effect<ReadonlyArray<never>> = Effect.succeed([])
  * connection. Most need no round trip (held for the next statement, or already sent with the
  * last one: `TransactionPipeline`), and the connection says so at once, which spares the
  * query's timer, callback and asynchronous resume: a write has two or three of them.
+ * The connection is asked when this is called, so call it where the statement runs (inside
+ * the step that runs it), not ahead.
  */
 export const control = (connection: Connection, text: string): Effect.Effect<ReadonlyArray<unknown>, SqlError> =>
   answersAtOnce(connection, text) ? NO_ROWS : connection.executeUnprepared(text, [], undefined)

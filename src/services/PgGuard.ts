@@ -275,6 +275,21 @@ export const makeGuardedPool = (options: GuardedPoolOptions) => {
   return pool
 }
 
+/** A server connection's pipeline (a reserved `pg` client's), if `connection` is one. */
+const pipelineOf = (connection: unknown): TransactionPipeline | undefined => {
+  const pipeline = (connection as { pg?: { transactions?: unknown } } | undefined)?.pg?.transactions
+  return pipeline instanceof TransactionPipeline ? pipeline : undefined
+}
+
+/**
+ * Calls the method `connection` provides under `key` itself (the embedded client's, a keyed
+ * request's) with `args`; undefined when it has none.
+ */
+const callOwn = (connection: unknown, key: symbol, args: ReadonlyArray<unknown>): boolean | undefined => {
+  const own = (connection as Record<symbol, unknown> | undefined)?.[key]
+  return typeof own === "function" ? Reflect.apply(own, connection, args) as boolean : undefined
+}
+
 /**
  * Has COMMIT sent in one pipeline with the next statement of the transaction on `connection`
  * (a `TransactionConnection`'s connection): a server connection's pipeline, or the embedded
@@ -282,12 +297,11 @@ export const makeGuardedPool = (options: GuardedPoolOptions) => {
  * done, and the caller's COMMIT then goes out on its own.
  */
 export const commitWithNextStatement = (connection: unknown): boolean => {
-  const own = (connection as { [CommitWithNext]?: unknown } | undefined)?.[CommitWithNext]
-  if (typeof own === "function") return (own as () => boolean).call(connection)
-  const pipeline = (connection as { pg?: { transactions?: unknown } } | undefined)?.pg?.transactions
-  if (!(pipeline instanceof TransactionPipeline)) return false
-  pipeline.commitWithNext()
-  return true
+  const own = callOwn(connection, CommitWithNext, [])
+  if (own !== undefined) return own
+  const pipeline = pipelineOf(connection)
+  pipeline?.commitWithNext()
+  return pipeline !== undefined
 }
 
 /**
@@ -295,9 +309,5 @@ export const commitWithNextStatement = (connection: unknown): boolean => {
  * takes the control statement `text` without a round trip (`TransactionPipeline.answersAtOnce`):
  * a server connection's pipeline, or a connection that answers for itself. False: send it.
  */
-export const answersAtOnce = (connection: unknown, text: string): boolean => {
-  const own = (connection as { [AnswersAtOnce]?: unknown } | undefined)?.[AnswersAtOnce]
-  if (typeof own === "function") return (own as (text: string) => boolean).call(connection, text)
-  const pipeline = (connection as { pg?: { transactions?: unknown } } | undefined)?.pg?.transactions
-  return pipeline instanceof TransactionPipeline && pipeline.answersAtOnce(text)
-}
+export const answersAtOnce = (connection: unknown, text: string): boolean =>
+  callOwn(connection, AnswersAtOnce, [text]) ?? pipelineOf(connection)?.answersAtOnce(text) ?? false
