@@ -10,6 +10,7 @@ import {
 import { Cause, Effect, Option, ParseResult } from "effect"
 import { type AppError, envelopeOf, isAppError, statusOf } from "../domain/Errors.js"
 import { databaseUnavailable } from "../services/DatabaseFailures.js"
+import { isTransactionConflict } from "../services/TransactionConflicts.js"
 import { allowedMethods, refusedOnLiteralPath } from "./Allowed.js"
 import { guardBody, MAX_JSON_DEPTH } from "./BodyGuard.js"
 import { makeIdempotentWrites } from "./IdempotencyKeys.js"
@@ -55,6 +56,11 @@ const databaseUnavailableResponse = () =>
     HttpServerResponse.setHeader("retry-after", String(RETRY_AFTER_SECONDS))
   )
 
+const conflictingWritesResponse = () =>
+  envelope(503, "SERVICE_UNAVAILABLE", "Concurrent writes kept this one from finishing; nothing was changed, try again").pipe(
+    HttpServerResponse.setHeader("retry-after", "1")
+  )
+
 const tooLarge = () => envelope(413, "PAYLOAD_TOO_LARGE", `The request body is larger than ${MAX_BODY_BYTES} bytes`)
 
 /** A path the API serves with other methods is a 405 naming them (RFC 9110 §15.5.6). */
@@ -98,6 +104,11 @@ export const errorResponse = (cause: Cause.Cause<unknown>) =>
     if (Option.isSome(unavailable)) {
       if (!unavailable.value.logged) yield* Effect.logWarning(`Answered 503: ${unavailable.value.reason}`)
       return databaseUnavailableResponse()
+    }
+    if (isTransactionConflict(cause)) {
+      // Still in conflict after running again (`TransactionConflicts`): nothing was written.
+      yield* Effect.logWarning("Answered 503: the write kept meeting conflicting writes (deadlock or serialization failure)")
+      return conflictingWritesResponse()
     }
     yield* Effect.logError("Unexpected failure while handling a request", cause)
     return envelope(500, "INTERNAL_ERROR", "Internal server error")

@@ -12,6 +12,7 @@ import { control, onTransactionConnection } from "./LeanStatements.js"
 import { commitWithNextStatement } from "./PgGuard.js"
 import { now as clockNow } from "./ServiceClock.js"
 import { spanWhenTraced } from "./Tracing.js"
+import { runAgainAfter } from "./TransactionConflicts.js"
 import type { UserId } from "../domain/Ids.js"
 
 /** A keyed request: whose key, and what the request was (method, path, body hashed). */
@@ -204,7 +205,7 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
         // which PostgreSQL only warns about), the connection goes back to the pool and the slot
         // is free: a duplicate arriving now finds the record (committed) or runs afresh (rolled
         // back). After-commit work runs only after a COMMIT.
-        const committed = (now: Date) =>
+        const committed = (now: Date, attempt: number): Effect.Effect<Outcome<A>, E, R> =>
           Effect.flatMap(Scope.make(), (scope) => {
             const heldAfterCommit: Array<Effect.Effect<void>> = []
             let reserved: Connection | undefined
@@ -218,16 +219,21 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
                 return Effect.zipRight(Scope.close(scope, Exit.void), Effect.as(runHeld(heldAfterCommit), outcome))
               },
               onFailure: (cause) => {
-                running.delete(slot)
                 const rolledBack = reserved === undefined ? Effect.void : Effect.ignore(control(reserved, "ROLLBACK"))
                 return rolledBack.pipe(
                   Effect.zipRight(Scope.close(scope, Exit.failCause(cause))),
-                  Effect.zipRight(failed(now, cause))
+                  // Ended by PostgreSQL for a conflict: the whole keyed write runs again, still holding the key.
+                  Effect.zipRight(runAgainAfter(cause, attempt)),
+                  Effect.flatMap((again) => {
+                    if (again) return committed(now, attempt + 1)
+                    running.delete(slot)
+                    return failed(now, cause)
+                  })
                 )
               }
             })
           })
-        return Effect.flatMap(clockNow, committed).pipe(
+        return Effect.flatMap(clockNow, (now) => committed(now, 0)).pipe(
           Effect.uninterruptible,
           spanWhenTraced("Idempotency.run")
         ) as Effect.Effect<Outcome<A>, E, R>

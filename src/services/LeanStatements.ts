@@ -5,6 +5,7 @@ import * as Statement from "@effect/sql/Statement"
 import { Context, Effect, Exit, FiberRef, Scope } from "effect"
 import { type Local, locallyAll } from "./FiberLocals.js"
 import { answersAtOnce } from "./PgGuard.js"
+import { retryingConflicts, runAgainAfter } from "./TransactionConflicts.js"
 
 /**
  * Statements that run straight on their connection while nothing watches them (issue 12
@@ -86,15 +87,18 @@ export const control = (connection: Connection, text: string): Effect.Effect<Rea
  *   `ROLLBACK TO` it (on success nothing, as the library does). A keyed write's own
  *   transaction is one (`Idempotency.run` holds the outer one).
  * A traced one takes the library's path; both find the connection where the library puts
- * it, under the same savepoint names, so they nest in either.
+ * it, under the same savepoint names, so they nest in either. An outermost one that
+ * PostgreSQL ends for a conflict (a deadlock) runs again (`TransactionConflicts`).
  */
 const leanTransaction = (client: SqlClient.SqlClient): SqlClient.SqlClient["withTransaction"] => {
   const library = client.withTransaction
   return <R, E, A>(effect: Effect.Effect<A, E, R>) =>
     Effect.withFiberRuntime<A, E | SqlError, R>((fiber) => {
-      if (fiber.getFiberRef(FiberRef.currentTracerEnabled)) return library(effect)
       const context = fiber.currentContext
       const outer = Context.getOption(context, SqlClient.TransactionConnection)
+      if (fiber.getFiberRef(FiberRef.currentTracerEnabled)) {
+        return outer._tag === "Some" ? library(effect) : retryingConflicts(library(effect))
+      }
       if (outer._tag === "Some") {
         const [connection, depth] = outer.value
         const name = `effect_sql_${depth + 1}`
@@ -107,22 +111,25 @@ const leanTransaction = (client: SqlClient.SqlClient): SqlClient.SqlClient["with
           )
         )
       }
-      return Effect.uninterruptibleMask((restore) =>
-        Effect.flatMap(Scope.make(), (scope) =>
-          Effect.flatMap(Scope.extend(client.reserve, scope), (connection) =>
-            control(connection, "BEGIN").pipe(
-              Effect.zipRight(locallyAll(restore(effect), () => [onTransactionConnection(context, connection, 0)])),
-              Effect.exit,
-              Effect.flatMap((exit) =>
-                Effect.zipRight(
-                  Effect.ensuring(Effect.orDie(control(connection, Exit.isSuccess(exit) ? "COMMIT" : "ROLLBACK")), Scope.close(scope, exit)),
-                  exit
+      return Effect.uninterruptibleMask((restore) => {
+        const attempt = (n: number): Effect.Effect<A, E | SqlError, R> =>
+          Effect.flatMap(Scope.make(), (scope) =>
+            Effect.flatMap(Scope.extend(client.reserve, scope), (connection) =>
+              control(connection, "BEGIN").pipe(
+                Effect.zipRight(locallyAll(restore(effect), () => [onTransactionConnection(context, connection, 0)])),
+                Effect.exit,
+                Effect.flatMap((exit) =>
+                  Effect.zipRight(
+                    Effect.ensuring(Effect.orDie(control(connection, Exit.isSuccess(exit) ? "COMMIT" : "ROLLBACK")), Scope.close(scope, exit)),
+                    Exit.isSuccess(exit)
+                      ? exit
+                      : Effect.flatMap(runAgainAfter(exit.cause, n), (again) => again ? attempt(n + 1) : exit)
+                  )
                 )
               )
-            )
-          )
-        )
-      )
+            ))
+        return attempt(0)
+      })
     })
 }
 

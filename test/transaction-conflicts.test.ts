@@ -1,0 +1,177 @@
+import * as SqlClient from "@effect/sql/SqlClient"
+import { SqlError } from "@effect/sql/SqlError"
+import { Cause, Effect } from "effect"
+import Pg from "pg"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { errorResponse } from "../src/http/ErrorResponses.js"
+import { CONFLICT_RETRIES } from "../src/services/TransactionConflicts.js"
+import { databaseKind } from "./support/database.js"
+import { eventually } from "./support/receiver.js"
+import { startService, type TestService, type TestUser } from "./support/service.js"
+
+/*
+ * A transaction PostgreSQL ends for a conflict (a deadlock, 40P01; a serialization failure,
+ * 40001) wrote nothing, and runs again instead of answering 500 (found by the fuzz run: a
+ * POST /api/time-slots met "deadlock detected"). Any other failure is not run again.
+ */
+
+/** Raises `code` from inside the database, as PostgreSQL does when it ends a transaction. */
+const raise = (sql: SqlClient.SqlClient, code: string) =>
+  sql.unsafe(`DO $$ BEGIN RAISE EXCEPTION 'raised by the test' USING ERRCODE = '${code}'; END $$`)
+
+describe("transactions ended for a conflict run again", () => {
+  let service: TestService
+
+  beforeAll(async () => {
+    service = await startService()
+    await service.run(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`CREATE TABLE conflict_probe (attempt int NOT NULL)`))
+  })
+  afterAll(() => service.stop())
+
+  /** Runs a transaction that writes its attempt number and then fails with `code` on the first `failures` attempts. */
+  const transaction = (code: string, failures: number) =>
+    service.run(Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`DELETE FROM conflict_probe`
+      let attempts = 0
+      const outcome = yield* Effect.exit(sql.withTransaction(Effect.gen(function*() {
+        attempts++
+        yield* sql`INSERT INTO conflict_probe (attempt) VALUES (${attempts})`
+        if (attempts <= failures) yield* Effect.orDie(raise(sql, code))
+        return attempts
+      })))
+      const rows = yield* sql<{ attempt: number }>`SELECT attempt FROM conflict_probe ORDER BY attempt`
+      return { attempts, succeeded: outcome._tag === "Success", stored: rows.map((r) => r.attempt) }
+    }))
+
+  it("a deadlock: the transaction runs again and only the last run's writes stay", async () => {
+    expect(await transaction("40P01", 2)).toEqual({ attempts: 3, succeeded: true, stored: [3] })
+  })
+
+  it("a serialization failure likewise", async () => {
+    expect(await transaction("40001", 1)).toEqual({ attempts: 2, succeeded: true, stored: [2] })
+  })
+
+  it("gives up after a bounded number of runs, writing nothing", async () => {
+    expect(await transaction("40P01", 100)).toEqual({ attempts: 1 + CONFLICT_RETRIES, succeeded: false, stored: [] })
+  })
+
+  it("any other failure is not run again", async () => {
+    expect(await transaction("23505", 100)).toEqual({ attempts: 1, succeeded: false, stored: [] })
+  })
+
+  it("a savepoint inside a transaction is not run again on its own: the outermost transaction is", async () => {
+    const result = await service.run(Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`DELETE FROM conflict_probe`
+      let outer = 0
+      let inner = 0
+      yield* sql.withTransaction(Effect.gen(function*() {
+        outer++
+        yield* sql.withTransaction(Effect.gen(function*() {
+          inner++
+          yield* sql`INSERT INTO conflict_probe (attempt) VALUES (${inner})`
+          if (inner === 1) yield* Effect.orDie(raise(sql, "40P01"))
+        }))
+      }))
+      const rows = yield* sql<{ attempt: number }>`SELECT attempt FROM conflict_probe`
+      return { outer, inner, stored: rows.map((r) => r.attempt) }
+    }))
+    expect(result).toEqual({ outer: 2, inner: 2, stored: [2] })
+  })
+})
+
+/*
+ * The deadlock itself, through HTTP (PostgreSQL: the embedded database has one connection).
+ * A redo locks its undo entry and then the rows it restores; a write locks its rows and then
+ * purges the redo stack. Another connection plays the redo: it locks the user's undone entry,
+ * the time slot create locks the slots and waits for that entry, the other connection then
+ * asks for a slot, and PostgreSQL ends the create's transaction (it waited first, so its
+ * deadlock check runs first). Run again, the create goes through once.
+ */
+describe.skipIf(databaseKind() !== "postgres")("a real deadlock with a concurrent redo", () => {
+  let service: TestService
+  let other: Pg.Client
+  let counter = 0
+
+  beforeAll(async () => {
+    service = await startService()
+    other = new Pg.Client({ connectionString: service.database.url })
+    await other.connect()
+  })
+  afterAll(async () => {
+    await other.end()
+    await service.stop()
+  })
+
+  /** A user with one undone step (a redo stack of one entry). */
+  const userWithRedo = async (): Promise<TestUser> => {
+    const user = await service.user(`deadlock${++counter}`)
+    expect((await user.api.post("/api/tasks", { title: "to undo" })).status).toBe(201)
+    expect((await user.api.post("/api/undo")).status).toBe(200)
+    return user
+  }
+
+  const waitingForLock = (userId: number) =>
+    eventually(async () => {
+      const { rows } = await other.query(
+        `SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+         WHERE NOT l.granted AND a.pid <> pg_backend_pid() AND a.datname = current_database()`
+      )
+      return rows[0].n > 0 ? true : undefined
+    }, 10_000, `the write of user ${userId} waiting for a lock`)
+
+  const deadlocked = async (user: TestUser, headers: Record<string, string>) => {
+    await other.query("BEGIN")
+    // The test's connection must not be the one PostgreSQL ends.
+    await other.query("SET LOCAL deadlock_timeout = '60s'")
+    const held = await other.query("SELECT id FROM undo_entries WHERE user_id = $1 AND undone FOR UPDATE", [user.id])
+    expect(held.rowCount).toBe(1)
+    const created = user.api.request("POST", "/api/time-slots", { label: "Night", start_time: "00:00" }, headers)
+    await waitingForLock(user.id)
+    await other.query("SELECT id FROM time_slots WHERE user_id = $1 FOR UPDATE", [user.id])
+    await other.query("ROLLBACK")
+    return created
+  }
+
+  const slotsAt = async (user: TestUser, time: string) =>
+    (await user.api.get("/api/time-slots")).body.data.time_slots.filter((s: { start_time: string }) => s.start_time === time)
+
+  it("the time slot is created once, and the redo stack it ends is gone", async () => {
+    const user = await userWithRedo()
+    const res = await deadlocked(user, {})
+    expect({ status: res.status, label: res.body?.data?.label }).toEqual({ status: 201, label: "Night" })
+    expect((await slotsAt(user, "00:00")).map((s: { label: string }) => s.label)).toEqual(["Night"])
+    const status = (await user.api.get("/api/undo/status")).body.data
+    expect({ undoable: status.undoable_count, redoable: status.redoable_count }).toEqual({ undoable: 1, redoable: 0 })
+  })
+
+  it("with an Idempotency-Key: run again under the same key, then replayed", async () => {
+    const user = await userWithRedo()
+    const headers = { "idempotency-key": `deadlock-${counter}` }
+    const res = await deadlocked(user, headers)
+    expect({ status: res.status, label: res.body?.data?.label }).toEqual({ status: 201, label: "Night" })
+    const again = await user.api.request("POST", "/api/time-slots", { label: "Night", start_time: "00:00" }, headers)
+    expect({ status: again.status, replayed: again.headers.get("idempotent-replayed"), body: again.body }).toEqual({
+      status: 201,
+      replayed: "true",
+      body: res.body
+    })
+    expect((await slotsAt(user, "00:00")).length).toBe(1)
+  })
+})
+
+describe("a write still in conflict after its runs", () => {
+  it("answers 503 with Retry-After, not 500", async () => {
+    const deadlock = new SqlError({ cause: Object.assign(new Error("deadlock detected"), { code: "40P01" }), message: "deadlock" })
+    const response = await Effect.runPromise(errorResponse(Cause.die(deadlock)))
+    const body = JSON.parse(new TextDecoder().decode((response.body as { body: Uint8Array }).body))
+    expect({ status: response.status, retryAfter: response.headers["retry-after"], code: body.code }).toEqual({
+      status: 503,
+      retryAfter: "1",
+      code: "SERVICE_UNAVAILABLE"
+    })
+    const other = await Effect.runPromise(errorResponse(Cause.die(new SqlError({ cause: new Error("boom"), message: "boom" }))))
+    expect(other.status).toBe(500)
+  })
+})
