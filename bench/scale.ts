@@ -68,6 +68,34 @@ const MAX_SECONDS = 6
 const percentile = (sorted: ReadonlyArray<number>, p: number) =>
   sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)]!
 
+/** Untimed requests per endpoint before its timed ones (the statement prepared, the pages read). */
+const WARM_REQUESTS = 5
+
+/**
+ * Drives every endpoint for a while before anything is timed, in a freshly started service:
+ * V8 compiles the request path over its first thousands of requests, and the phases (each a
+ * new process) otherwise compared two JIT states as much as two databases: the service's own
+ * CPU per read, which no plan changes, differed by up to 1.7× between them. Reads take up to
+ * `WARM_SECONDS` each; writes 100 requests at most, so the phase's data barely changes (100
+ * creates beside ≥ 1,000 tasks, and edits of existing ones).
+ */
+const WARM_SECONDS = 1.5
+const warmUp = async (ids: Ids, target: { readonly baseUrl: string; readonly token: string }) => {
+  const agent = new Http.Agent({ keepAlive: true, maxSockets: 1 })
+  try {
+    for (const endpoint of ENDPOINTS) {
+      const deadline = performance.now() + WARM_SECONDS * 1000
+      const most = endpoint.method === "GET" ? 2_000 : 100
+      for (let n = 0; n < most && performance.now() < deadline; n++) {
+        const { path, body } = endpoint.request(2_000_000 + n, ids)
+        await send(agent, target.baseUrl, target.token, endpoint.method, path, body)
+      }
+    }
+  } finally {
+    agent.destroy()
+  }
+}
+
 /** One request on a kept-alive connection; resolves with the status once the body is read. */
 const send = (agent: Http.Agent, baseUrl: string, token: string, method: string, path: string, body?: string) =>
   new Promise<number>((resolve, reject) => {
@@ -106,7 +134,7 @@ const measure = async (
   const agent = new Http.Agent({ keepAlive: true, maxSockets: 1 })
   try {
     // A few untimed requests first: the statement is prepared and the pages are read once.
-    for (let n = 0; n < 5; n++) {
+    for (let n = 0; n < WARM_REQUESTS; n++) {
       const { path, body } = endpoint.request(1_000_000 + n, ids)
       await send(agent, target.baseUrl, target.token, endpoint.method, path, body)
     }
@@ -190,6 +218,8 @@ export const scaleScenario = async (database: Database): Promise<Section> => {
       if (phase === "after ANALYZE") await withExec(fresh, (exec) => exec("ANALYZE"))
       const ours = await startOurs(fresh.env)
       try {
+        await settle(ours.cpuMs)
+        await warmUp(ids, { baseUrl: ours.baseUrl, token: seeded.token })
         await settle(ours.cpuMs)
         const timings = new Map<string, Timing>()
         for (const endpoint of ENDPOINTS) {
