@@ -175,3 +175,80 @@ describe("a write still in conflict after its runs", () => {
     expect(other.status).toBe(500)
   })
 })
+
+/*
+ * Two writes racing for one unique value (PostgreSQL: the embedded database runs one
+ * transaction at a time). Another connection holds the user's slots locked so that both
+ * creates queue behind it; released, one goes first and the other must see its slot.
+ */
+describe.skipIf(databaseKind() !== "postgres")("two time slots created at once for one start time", () => {
+  let service: TestService
+  let other: Pg.Client
+
+  beforeAll(async () => {
+    service = await startService()
+    other = new Pg.Client({ connectionString: service.database.url })
+    await other.connect()
+  })
+  afterAll(async () => {
+    await other.end()
+    await service.stop()
+  })
+
+  const waiters = () =>
+    other.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+       WHERE NOT l.granted AND a.pid <> pg_backend_pid() AND a.datname = current_database()`
+    ).then((r) => r.rows[0]!.n)
+
+  it("one is created, the other is refused with the spec's 400, not a 500", async () => {
+    const user = await service.user("slot-race")
+    await other.query("BEGIN")
+    await other.query("SELECT id FROM time_slots WHERE user_id = $1 FOR UPDATE", [user.id])
+    const both = [
+      user.api.post("/api/time-slots", { label: "First", start_time: "05:30" }),
+      user.api.post("/api/time-slots", { label: "Second", start_time: "05:30" })
+    ]
+    await eventually(async () => (await waiters()) >= 2 ? true : undefined, 10_000, "both creates waiting")
+    await other.query("ROLLBACK")
+    const answers = (await Promise.all(both)).map((r) => ({ status: r.status, code: r.body?.code }))
+    expect(answers.map((a) => a.status).sort()).toEqual([201, 400])
+    expect(answers.find((a) => a.status === 400)?.code).toBe("VALIDATION_ERROR")
+    const slots = (await user.api.get("/api/time-slots")).body.data.time_slots
+    expect(slots.filter((s: { start_time: string }) => s.start_time === "05:30").length).toBe(1)
+  })
+
+  it("likewise a create and a move of another slot to one start time", async () => {
+    const user = await service.user("slot-create-move-race")
+    const slots = (await user.api.get("/api/time-slots")).body.data.time_slots as Array<{ id: number }>
+    await other.query("BEGIN")
+    await other.query("SELECT id FROM time_slots WHERE user_id = $1 FOR UPDATE", [user.id])
+    const both = [
+      user.api.post("/api/time-slots", { label: "Early", start_time: "05:15" }),
+      user.api.patch(`/api/time-slots/${slots[0]!.id}`, { start_time: "05:15" })
+    ]
+    await eventually(async () => (await waiters()) >= 2 ? true : undefined, 10_000, "create and move waiting")
+    await other.query("ROLLBACK")
+    const answers = (await Promise.all(both)).map((r) => r.status)
+    expect([[201, 400], [400, 200]]).toContainEqual(answers)
+    const after = (await user.api.get("/api/time-slots")).body.data.time_slots
+    expect(after.filter((s: { start_time: string }) => s.start_time === "05:15").length).toBe(1)
+  })
+
+  it("likewise two moves of different slots to one start time", async () => {
+    const user = await service.user("slot-move-race")
+    const slots = (await user.api.get("/api/time-slots")).body.data.time_slots as Array<{ id: number }>
+    await other.query("BEGIN")
+    await other.query("SELECT id FROM time_slots WHERE user_id = $1 FOR UPDATE", [user.id])
+    const both = [
+      user.api.patch(`/api/time-slots/${slots[0]!.id}`, { start_time: "05:45" }),
+      user.api.patch(`/api/time-slots/${slots[1]!.id}`, { start_time: "05:45" })
+    ]
+    await eventually(async () => (await waiters()) >= 2 ? true : undefined, 10_000, "both moves waiting")
+    await other.query("ROLLBACK")
+    const answers = (await Promise.all(both)).map((r) => r.status)
+    expect(answers.sort()).toEqual([200, 400])
+    const after = (await user.api.get("/api/time-slots")).body.data.time_slots
+    expect(after.filter((s: { start_time: string }) => s.start_time === "05:45").length).toBe(1)
+  })
+})

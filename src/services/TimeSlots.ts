@@ -9,7 +9,7 @@ import { Mutations, type Tx } from "./Mutations.js"
 import { PreferencesService } from "./PreferencesService.js"
 import { TasksTable, TimeSlotsTable } from "./Tables.js"
 import { lockOpenReminders, lockQuotasPromptingIn } from "./TasksTable.js"
-import { slotById, slotsOf } from "./TimeSlotsTable.js"
+import { lockedSlotsOf, slotById, slotsOf } from "./TimeSlotsTable.js"
 import type { TaskId, TimeSlotId, UserId } from "../domain/Ids.js"
 
 const Label = (label: string) => label.trim()
@@ -41,7 +41,7 @@ export class TimeSlots extends Effect.Service<TimeSlots>()("steady/TimeSlots", {
     const create = (user: CurrentUserShape, label: string, startTime: string) =>
       mutations.run({ user, action: "time_slot_create" }, (tx) =>
         Effect.gen(function*() {
-          const slots = yield* slotsOf(sql, user.id, true)
+          const slots = yield* lockedSlotsOf(sql, user.id)
           yield* checkFree(slots, startTime)
           const row = yield* tx.insert(TimeSlotsTable, {
             user_id: user.id,
@@ -93,7 +93,7 @@ export class TimeSlots extends Effect.Service<TimeSlots>()("steady/TimeSlots", {
       lockQuotasPromptingIn(sql, userId, slotId, isDefault)
 
     const lockSlot = (user: CurrentUserShape, id: TimeSlotId) =>
-      Effect.flatMap(slotsOf(sql, user.id, true), (slots) => {
+      Effect.flatMap(lockedSlotsOf(sql, user.id), (slots) => {
         const slot = slots.find((s) => s.id === id)
         return slot === undefined ? Effect.fail(NotFound.of("Time slot")) : Effect.succeed({ slot, slots })
       })

@@ -22,6 +22,16 @@ export const slotsOf = (sql: SqlClient.SqlClient, userId: UserId, lock = false) 
     : sql<TimeSlotRow>`SELECT id, user_id, label, start_time, sort_order, steady_iso(created_at) AS created_at
         FROM time_slots WHERE user_id = ${userId} ORDER BY start_time, id`).pipe(Effect.orDie)
 
+/**
+ * A user's slots, locked, as they are once the lock is held. The locking read returns the
+ * rows of its snapshot: a slot that a concurrent add inserted while this one waited for its
+ * locks is not among them, and a check against them would pass a start time that slot has
+ * taken (a unique violation, answered 500). So the slots are read again once locked; none can
+ * be added meanwhile, since an add locks the user's slots first and now waits for this one.
+ */
+export const lockedSlotsOf = (sql: SqlClient.SqlClient, userId: UserId) =>
+  Effect.zipRight(slotsOf(sql, userId, true), slotsOf(sql, userId))
+
 /** A slot the caller knows exists. */
 export const slotById = (sql: SqlClient.SqlClient, id: number) =>
   sql<TimeSlotRow>`SELECT id, user_id, label, start_time, sort_order, steady_iso(created_at) AS created_at
