@@ -7,7 +7,7 @@ import { errorResponse } from "../src/http/ErrorResponses.js"
 import { CONFLICT_RETRIES } from "../src/services/TransactionConflicts.js"
 import { databaseKind } from "./support/database.js"
 import { eventually } from "./support/receiver.js"
-import { startService, type TestService, type TestUser } from "./support/service.js"
+import { type Response, startService, type TestService, type TestUser } from "./support/service.js"
 
 /*
  * A transaction PostgreSQL ends for a conflict (a deadlock, 40P01; a serialization failure,
@@ -81,6 +81,34 @@ describe("transactions ended for a conflict run again", () => {
   })
 })
 
+/**
+ * For the PostgreSQL-only races below: a service and a connection of the test's own to its
+ * database, which takes locks the service's writes then wait for.
+ */
+const serviceWithOtherConnection = () => {
+  const fixture = {} as { service: TestService; other: Pg.Client }
+  beforeAll(async () => {
+    fixture.service = await startService()
+    fixture.other = new Pg.Client({ connectionString: fixture.service.database.url })
+    await fixture.other.connect()
+  })
+  afterAll(async () => {
+    await fixture.other.end()
+    await fixture.service.stop()
+  })
+  return fixture
+}
+
+/** Waits until `count` statements of the service wait for a lock. */
+const waitingForLocks = (other: Pg.Client, count: number) =>
+  eventually(async () => {
+    const { rows } = await other.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+       WHERE NOT l.granted AND a.pid <> pg_backend_pid() AND a.datname = current_database()`
+    )
+    return rows[0]!.n >= count ? true : undefined
+  }, 10_000, `${count} statement(s) waiting for a lock`)
+
 /*
  * The deadlock itself, through HTTP (PostgreSQL: the embedded database has one connection).
  * A redo locks its undo entry and then the rows it restores; a write locks its rows and then
@@ -90,47 +118,27 @@ describe("transactions ended for a conflict run again", () => {
  * deadlock check runs first). Run again, the create goes through once.
  */
 describe.skipIf(databaseKind() !== "postgres")("a real deadlock with a concurrent redo", () => {
-  let service: TestService
-  let other: Pg.Client
+  const fixture = serviceWithOtherConnection()
   let counter = 0
-
-  beforeAll(async () => {
-    service = await startService()
-    other = new Pg.Client({ connectionString: service.database.url })
-    await other.connect()
-  })
-  afterAll(async () => {
-    await other.end()
-    await service.stop()
-  })
 
   /** A user with one undone step (a redo stack of one entry). */
   const userWithRedo = async (): Promise<TestUser> => {
-    const user = await service.user(`deadlock${++counter}`)
+    const user = await fixture.service.user(`deadlock${++counter}`)
     expect((await user.api.post("/api/tasks", { title: "to undo" })).status).toBe(201)
     expect((await user.api.post("/api/undo")).status).toBe(200)
     return user
   }
 
-  const waitingForLock = (userId: number) =>
-    eventually(async () => {
-      const { rows } = await other.query(
-        `SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-         WHERE NOT l.granted AND a.pid <> pg_backend_pid() AND a.datname = current_database()`
-      )
-      return rows[0].n > 0 ? true : undefined
-    }, 10_000, `the write of user ${userId} waiting for a lock`)
-
   const deadlocked = async (user: TestUser, headers: Record<string, string>) => {
-    await other.query("BEGIN")
+    await fixture.other.query("BEGIN")
     // The test's connection must not be the one PostgreSQL ends.
-    await other.query("SET LOCAL deadlock_timeout = '60s'")
-    const held = await other.query("SELECT id FROM undo_entries WHERE user_id = $1 AND undone FOR UPDATE", [user.id])
+    await fixture.other.query("SET LOCAL deadlock_timeout = '60s'")
+    const held = await fixture.other.query("SELECT id FROM undo_entries WHERE user_id = $1 AND undone FOR UPDATE", [user.id])
     expect(held.rowCount).toBe(1)
     const created = user.api.request("POST", "/api/time-slots", { label: "Night", start_time: "00:00" }, headers)
-    await waitingForLock(user.id)
-    await other.query("SELECT id FROM time_slots WHERE user_id = $1 FOR UPDATE", [user.id])
-    await other.query("ROLLBACK")
+    await waitingForLocks(fixture.other, 1)
+    await fixture.other.query("SELECT id FROM time_slots WHERE user_id = $1 FOR UPDATE", [user.id])
+    await fixture.other.query("ROLLBACK")
     return created
   }
 
@@ -182,73 +190,55 @@ describe("a write still in conflict after its runs", () => {
  * creates queue behind it; released, one goes first and the other must see its slot.
  */
 describe.skipIf(databaseKind() !== "postgres")("two time slots created at once for one start time", () => {
-  let service: TestService
-  let other: Pg.Client
+  const fixture = serviceWithOtherConnection()
 
-  beforeAll(async () => {
-    service = await startService()
-    other = new Pg.Client({ connectionString: service.database.url })
-    await other.connect()
-  })
-  afterAll(async () => {
-    await other.end()
-    await service.stop()
-  })
-
-  const waiters = () =>
-    other.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-       WHERE NOT l.granted AND a.pid <> pg_backend_pid() AND a.datname = current_database()`
-    ).then((r) => r.rows[0]!.n)
+  /**
+   * Sends `requests` while the user's slots are locked elsewhere, releases them once all wait,
+   * and returns the statuses and how many slots then start at `time`.
+   */
+  const racing = async (user: TestUser, time: string, requests: () => ReadonlyArray<Promise<Response>>) => {
+    await fixture.other.query("BEGIN")
+    await fixture.other.query("SELECT id FROM time_slots WHERE user_id = $1 FOR UPDATE", [user.id])
+    const sent = requests()
+    await waitingForLocks(fixture.other, sent.length)
+    await fixture.other.query("ROLLBACK")
+    const answers = await Promise.all(sent)
+    const slots = (await user.api.get("/api/time-slots")).body.data.time_slots as Array<{ id: number; start_time: string }>
+    return { answers, at: slots.filter((s) => s.start_time === time).length }
+  }
+  const slotIds = async (user: TestUser) =>
+    ((await user.api.get("/api/time-slots")).body.data.time_slots as Array<{ id: number }>).map((s) => s.id)
 
   it("one is created, the other is refused with the spec's 400, not a 500", async () => {
-    const user = await service.user("slot-race")
-    await other.query("BEGIN")
-    await other.query("SELECT id FROM time_slots WHERE user_id = $1 FOR UPDATE", [user.id])
-    const both = [
+    const user = await fixture.service.user("slot-race")
+    const { answers, at } = await racing(user, "05:30", () => [
       user.api.post("/api/time-slots", { label: "First", start_time: "05:30" }),
       user.api.post("/api/time-slots", { label: "Second", start_time: "05:30" })
-    ]
-    await eventually(async () => (await waiters()) >= 2 ? true : undefined, 10_000, "both creates waiting")
-    await other.query("ROLLBACK")
-    const answers = (await Promise.all(both)).map((r) => ({ status: r.status, code: r.body?.code }))
+    ])
     expect(answers.map((a) => a.status).sort()).toEqual([201, 400])
-    expect(answers.find((a) => a.status === 400)?.code).toBe("VALIDATION_ERROR")
-    const slots = (await user.api.get("/api/time-slots")).body.data.time_slots
-    expect(slots.filter((s: { start_time: string }) => s.start_time === "05:30").length).toBe(1)
+    expect(answers.find((a) => a.status === 400)?.body.code).toBe("VALIDATION_ERROR")
+    expect(at).toBe(1)
   })
 
   it("likewise a create and a move of another slot to one start time", async () => {
-    const user = await service.user("slot-create-move-race")
-    const slots = (await user.api.get("/api/time-slots")).body.data.time_slots as Array<{ id: number }>
-    await other.query("BEGIN")
-    await other.query("SELECT id FROM time_slots WHERE user_id = $1 FOR UPDATE", [user.id])
-    const both = [
+    const user = await fixture.service.user("slot-create-move-race")
+    const [first] = await slotIds(user)
+    const { answers, at } = await racing(user, "05:15", () => [
       user.api.post("/api/time-slots", { label: "Early", start_time: "05:15" }),
-      user.api.patch(`/api/time-slots/${slots[0]!.id}`, { start_time: "05:15" })
-    ]
-    await eventually(async () => (await waiters()) >= 2 ? true : undefined, 10_000, "create and move waiting")
-    await other.query("ROLLBACK")
-    const answers = (await Promise.all(both)).map((r) => r.status)
-    expect([[201, 400], [400, 200]]).toContainEqual(answers)
-    const after = (await user.api.get("/api/time-slots")).body.data.time_slots
-    expect(after.filter((s: { start_time: string }) => s.start_time === "05:15").length).toBe(1)
+      user.api.patch(`/api/time-slots/${first}`, { start_time: "05:15" })
+    ])
+    expect([[201, 400], [400, 200]]).toContainEqual(answers.map((a) => a.status))
+    expect(at).toBe(1)
   })
 
   it("likewise two moves of different slots to one start time", async () => {
-    const user = await service.user("slot-move-race")
-    const slots = (await user.api.get("/api/time-slots")).body.data.time_slots as Array<{ id: number }>
-    await other.query("BEGIN")
-    await other.query("SELECT id FROM time_slots WHERE user_id = $1 FOR UPDATE", [user.id])
-    const both = [
-      user.api.patch(`/api/time-slots/${slots[0]!.id}`, { start_time: "05:45" }),
-      user.api.patch(`/api/time-slots/${slots[1]!.id}`, { start_time: "05:45" })
-    ]
-    await eventually(async () => (await waiters()) >= 2 ? true : undefined, 10_000, "both moves waiting")
-    await other.query("ROLLBACK")
-    const answers = (await Promise.all(both)).map((r) => r.status)
-    expect(answers.sort()).toEqual([200, 400])
-    const after = (await user.api.get("/api/time-slots")).body.data.time_slots
-    expect(after.filter((s: { start_time: string }) => s.start_time === "05:45").length).toBe(1)
+    const user = await fixture.service.user("slot-move-race")
+    const [first, second] = await slotIds(user)
+    const { answers, at } = await racing(user, "05:45", () => [
+      user.api.patch(`/api/time-slots/${first}`, { start_time: "05:45" }),
+      user.api.patch(`/api/time-slots/${second}`, { start_time: "05:45" })
+    ])
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 400])
+    expect(at).toBe(1)
   })
 })
