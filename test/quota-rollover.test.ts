@@ -195,6 +195,28 @@ describe("rollover across restarts (SERVICE_NOW)", () => {
   })
 })
 
+/**
+ * A service at `now` on a database of its own, once its own start-up sweep is over: that sweep
+ * would race the sweeps and rollovers under test (it took 21 of 24 periods of the concurrent
+ * sweeps on a loaded machine, and all of one user's quotas before the per-task rollovers of
+ * the comparison below). A stale quota of `markerOwner` left by an earlier run shows when that
+ * sweep is done; the next one is five minutes away.
+ */
+const startAfterItsSweep = async (now: Date, markerOwner: string) => {
+  const db = await freshDatabase()
+  const earlier = await startService({ serviceNow: Option.some(now) }, db)
+  const marker = await createTask((await earlier.user(markerOwner, "UTC")).api, { title: "Marker", progress_target: 2, rrule: "FREQ=DAILY" })
+  await shiftPeriodBack(earlier, marker.id, 1)
+  await earlier.stop()
+  const service = await startService({ serviceNow: Option.some(now) }, db)
+  const deadline = Date.now() + 30_000
+  while ((await periodRows(service, marker.id)).length === 0) {
+    if (Date.now() > deadline) throw new Error("the start-up sweep did not run")
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  return { db, service }
+}
+
 describe("concurrent sweeps record each ended period exactly once", () => {
   const NOW = new Date("2026-05-20T10:00:00Z")
   let db: TestDatabase
@@ -202,20 +224,8 @@ describe("concurrent sweeps record each ended period exactly once", () => {
   let ursula: TestUser
 
   beforeAll(async () => {
-    // The service's own start-up sweep would race the sweeps under test. A stale quota left by
-    // an earlier run shows when that sweep is over; the next one is five minutes away.
-    db = await freshDatabase()
-    const earlier = await startService({ serviceNow: Option.some(NOW) }, db)
-    const marker = await createTask((await earlier.user("ursula", "UTC")).api, { title: "Marker", progress_target: 2, rrule: "FREQ=DAILY" })
-    await shiftPeriodBack(earlier, marker.id, 1)
-    await earlier.stop()
-    service = await startService({ serviceNow: Option.some(NOW) }, db)
+    ;({ db, service } = await startAfterItsSweep(NOW, "ursula"))
     ursula = await service.user("ursula", "UTC")
-    const deadline = Date.now() + 30_000
-    while ((await periodRows(service, marker.id)).length === 0) {
-      if (Date.now() > deadline) throw new Error("the start-up sweep did not run")
-      await new Promise((resolve) => setTimeout(resolve, 50))
-    }
   })
   afterAll(async () => {
     await service.stop()
@@ -271,13 +281,15 @@ describe("concurrent sweeps record each ended period exactly once", () => {
 describe("the batched sweep writes what the per-task rollover (the mutation pipeline) writes", () => {
   // Friday 15 May 2026, 10:00 UTC; both users in Berlin, quotas three days behind.
   const NOW = new Date("2026-05-15T10:00:00Z")
+  let db: TestDatabase
   let service: TestService
 
   beforeAll(async () => {
-    service = await startService({ serviceNow: Option.some(NOW) })
+    ;({ db, service } = await startAfterItsSweep(NOW, "marker"))
   })
   afterAll(async () => {
     await service.stop()
+    await db.drop()
   })
 
   /** A user with a met daily quota (completed once before), a short one and a met weekly one, all moved back. */
