@@ -97,7 +97,8 @@ export const idempotencyScenario = async (database: Database): Promise<Section> 
     })
     // Service and database share this machine's cores: their sum is what a request costs it.
     const allCpuRatios = list.flatMap((m) => {
-      const r = ratioOf(m, (run) => run.dbCpuPerRequest === undefined ? undefined : run.cpuPerRequest! + run.dbCpuPerRequest)
+      const r = ratioOf(m, (run) =>
+        run.cpuPerRequest === undefined || run.dbCpuPerRequest === undefined ? undefined : run.cpuPerRequest + run.dbCpuPerRequest)
       return r === undefined ? [] : [r]
     })
     const ratio = geomean(ratios)

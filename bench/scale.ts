@@ -68,8 +68,8 @@ const MAX_SECONDS = 6
 const percentile = (sorted: ReadonlyArray<number>, p: number) =>
   sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)]!
 
-/** Untimed requests per endpoint before its timed ones (the statement prepared, the pages read). */
-const WARM_REQUESTS = 5
+/** Seconds each read is driven for by `warmUp`. */
+const WARM_SECONDS = 1.5
 
 /**
  * Drives every endpoint for a while before anything is timed, in a freshly started service:
@@ -79,7 +79,6 @@ const WARM_REQUESTS = 5
  * `WARM_SECONDS` each; writes 100 requests at most, so the phase's data barely changes (100
  * creates beside ≥ 1,000 tasks, and edits of existing ones).
  */
-const WARM_SECONDS = 1.5
 const warmUp = async (ids: Ids, target: { readonly baseUrl: string; readonly token: string }) => {
   const agent = new Http.Agent({ keepAlive: true, maxSockets: 1 })
   try {
@@ -134,7 +133,7 @@ const measure = async (
   const agent = new Http.Agent({ keepAlive: true, maxSockets: 1 })
   try {
     // A few untimed requests first: the statement is prepared and the pages are read once.
-    for (let n = 0; n < WARM_REQUESTS; n++) {
+    for (let n = 0; n < 5; n++) {
       const { path, body } = endpoint.request(1_000_000 + n, ids)
       await send(agent, target.baseUrl, target.token, endpoint.method, path, body)
     }

@@ -9,8 +9,7 @@ import {
 } from "@effect/platform"
 import { Cause, Effect, Option, ParseResult } from "effect"
 import { type AppError, envelopeOf, isAppError, statusOf } from "../domain/Errors.js"
-import { databaseUnavailable } from "../services/DatabaseFailures.js"
-import { isTransactionConflict } from "../services/TransactionConflicts.js"
+import { databaseUnavailable, isTransactionConflict } from "../services/DatabaseFailures.js"
 import { allowedMethods, refusedOnLiteralPath } from "./Allowed.js"
 import { guardBody, MAX_JSON_DEPTH } from "./BodyGuard.js"
 import { makeIdempotentWrites } from "./IdempotencyKeys.js"
@@ -51,15 +50,8 @@ const parseErrorDetails = (error: ParseResult.ParseError): Record<string, string
 /** Seconds a client is asked to wait before retrying when the database is unavailable. */
 export const RETRY_AFTER_SECONDS = 5
 
-const databaseUnavailableResponse = () =>
-  envelope(503, "SERVICE_UNAVAILABLE", "The database is unavailable; try again shortly").pipe(
-    HttpServerResponse.setHeader("retry-after", String(RETRY_AFTER_SECONDS))
-  )
-
-const conflictingWritesResponse = () =>
-  envelope(503, "SERVICE_UNAVAILABLE", "Concurrent writes kept this one from finishing; nothing was changed, try again").pipe(
-    HttpServerResponse.setHeader("retry-after", "1")
-  )
+const unavailableResponse = (message: string, retryAfterSeconds: number) =>
+  envelope(503, "SERVICE_UNAVAILABLE", message).pipe(HttpServerResponse.setHeader("retry-after", String(retryAfterSeconds)))
 
 const tooLarge = () => envelope(413, "PAYLOAD_TOO_LARGE", `The request body is larger than ${MAX_BODY_BYTES} bytes`)
 
@@ -103,12 +95,12 @@ export const errorResponse = (cause: Cause.Cause<unknown>) =>
     const unavailable = databaseUnavailable(cause)
     if (Option.isSome(unavailable)) {
       if (!unavailable.value.logged) yield* Effect.logWarning(`Answered 503: ${unavailable.value.reason}`)
-      return databaseUnavailableResponse()
+      return unavailableResponse("The database is unavailable; try again shortly", RETRY_AFTER_SECONDS)
     }
     if (isTransactionConflict(cause)) {
       // Still in conflict after running again (`TransactionConflicts`): nothing was written.
       yield* Effect.logWarning("Answered 503: the write kept meeting conflicting writes (deadlock or serialization failure)")
-      return conflictingWritesResponse()
+      return unavailableResponse("Concurrent writes kept this one from finishing; nothing was changed, try again", 1)
     }
     yield* Effect.logError("Unexpected failure while handling a request", cause)
     return envelope(500, "INTERNAL_ERROR", "Internal server error")

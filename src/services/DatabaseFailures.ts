@@ -29,14 +29,29 @@ const unavailableIn = (error: unknown): Option.Option<Unavailable> => {
   })
 }
 
-/** Looks through every failure and defect of `cause`: a rollback failing after the statement counts too. */
+/**
+ * Every failure and defect of `cause`: a rollback failing after the statement counts too, and
+ * statements of a write die on a SqlError (`Effect.orDie`).
+ */
+const errorsOf = (cause: Cause.Cause<unknown>): ReadonlyArray<unknown> => [...Cause.failures(cause), ...Cause.defects(cause)]
+
 export const databaseUnavailable = (cause: Cause.Cause<unknown>): Option.Option<Unavailable> => {
-  for (const error of [...Cause.failures(cause), ...Cause.defects(cause)]) {
+  for (const error of errorsOf(cause)) {
     const found = unavailableIn(error)
     if (Option.isSome(found)) return found
   }
   return Option.none()
 }
+
+/** SQLSTATEs of a transaction PostgreSQL ended to let another go on: deadlock, serialization failure. */
+const CONFLICTS: ReadonlySet<unknown> = new Set(["40P01", "40001"])
+
+/**
+ * Whether PostgreSQL ended the transaction for a conflict with another (nothing of it was
+ * written; `TransactionConflicts` runs it again).
+ */
+export const isTransactionConflict = (cause: Cause.Cause<unknown>): boolean =>
+  errorsOf(cause).some((error) => chain(error).some((link) => CONFLICTS.has((link as { code?: unknown }).code)))
 
 /**
  * For background work: a database outage is logged once by the database layer, so a fiber

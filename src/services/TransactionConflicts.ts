@@ -1,33 +1,15 @@
-import { Cause, Effect } from "effect"
+import { type Cause, Effect } from "effect"
+import { isTransactionConflict } from "./DatabaseFailures.js"
 
 /**
- * Transactions PostgreSQL ended to let another go on: a deadlock (40P01) or a serialization
- * failure (40001). Nothing of them was written, and PostgreSQL's advice is to run them again.
- * Two writes of one user can lock the same rows in opposite orders (a redo locks its undo
- * entry and then the rows it restores; any write locks its rows and then purges the redo
- * stack, that entry included), and no lock order of ours could rule that out for every pair.
+ * Transactions PostgreSQL ended to let another go on (`isTransactionConflict`: a deadlock or
+ * a serialization failure) wrote nothing, and PostgreSQL's advice is to run them again. Two
+ * writes of one user can lock the same rows in opposite orders (a redo locks its undo entry
+ * and then the rows it restores; any write locks its rows and then purges the redo stack,
+ * that entry included), and no lock order of ours could rule that out for every pair. A
+ * conflict is answered by running the transaction again, at most this many times.
  */
-const CONFLICTS: ReadonlySet<unknown> = new Set(["40P01", "40001"])
-
-/** A conflict is answered by running the transaction again, at most this many times. */
 export const CONFLICT_RETRIES = 3
-
-/** The error and its `cause` chain (a SqlError wraps pg's error, a defect may wrap the SqlError). */
-const isConflictError = (error: unknown): boolean => {
-  let current = error
-  for (let depth = 0; depth < 5 && typeof current === "object" && current !== null; depth++) {
-    if (CONFLICTS.has((current as { code?: unknown }).code)) return true
-    current = (current as { cause?: unknown }).cause
-  }
-  return false
-}
-
-/**
- * Whether PostgreSQL ended the transaction for a conflict: looked for among failures and
- * defects alike, since statements of a write die on a SqlError (`Effect.orDie`).
- */
-export const isTransactionConflict = (cause: Cause.Cause<unknown>): boolean =>
-  [...Cause.failures(cause), ...Cause.defects(cause)].some(isConflictError)
 
 /**
  * Whether to run a transaction that ended with `cause` again, `attempt` runs in; logs it when so.
