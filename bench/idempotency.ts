@@ -12,7 +12,7 @@ import { config, describeRun, log, measureRun, prepare, type Run, startOurs, war
  * every request (what a client sends for new writes), on one service, in interleaved rounds
  * with the order rotating. A keyed create also takes the key's lock, records the answer in
  * the same transaction, and runs the pipeline's transaction as a savepoint.
- * Target: req/s with/without ≥ 0.90.
+ * Target: req/s with/without ≥ 0.90 in the median round (ratios: with/without of each round).
  */
 
 type Variant = "without" | "with"
@@ -32,7 +32,11 @@ const create = (variant: Variant): Scenario => ({
 })
 
 const mean = (xs: ReadonlyArray<number>) => xs.reduce((a, b) => a + b, 0) / xs.length
-const geomean = (xs: ReadonlyArray<number>) => Math.exp(mean(xs.map(Math.log)))
+const median = (xs: ReadonlyArray<number>) => {
+  const sorted = [...xs].sort((a, b) => a - b)
+  const mid = sorted.length >> 1
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
+}
 
 /** Records written, to check every keyed request really went through the key path. */
 const countRecords = async (databaseUrl: string | undefined, dataDir: string | undefined): Promise<number | undefined> => {
@@ -64,7 +68,7 @@ export const idempotencyScenario = async (database: Database): Promise<Section> 
   try {
     for (const variant of VARIANTS) await probe(create(variant), ours.baseUrl, seeded.token)
     await warmUpService(VARIANTS.map(create), ours, seeded.token)
-    for (let round = 1; round <= config.rounds; round++) {
+    for (let round = 1; round <= config.idempotencyRounds; round++) {
       const order = VARIANTS.map((_, i) => VARIANTS[(i + round - 1) % VARIANTS.length]!)
       for (const variant of order) {
         const run = await measureRun(create(variant), ours, seeded.token, prepared.databaseName)
@@ -101,7 +105,8 @@ export const idempotencyScenario = async (database: Database): Promise<Section> 
         run.cpuPerRequest === undefined || run.dbCpuPerRequest === undefined ? undefined : run.cpuPerRequest + run.dbCpuPerRequest)
       return r === undefined ? [] : [r]
     })
-    const ratio = geomean(ratios)
+    // Judged on the median round: a run that met the minute's compaction is one round, not the verdict.
+    const ratio = ratios.length === 0 ? Number.NaN : median(ratios)
     return [
       variant,
       mean(list.map((m) => m.run.result.requestsPerSecond)).toFixed(0),
@@ -109,8 +114,8 @@ export const idempotencyScenario = async (database: Database): Promise<Section> 
       Math.max(...list.map((m) => m.run.result.p99)).toFixed(1),
       list.every((m) => m.run.cpuPerRequest !== undefined) ? mean(list.map((m) => m.run.cpuPerRequest!)).toFixed(2) : "-",
       list.every((m) => m.run.dbCpuPerRequest !== undefined) ? mean(list.map((m) => m.run.dbCpuPerRequest!)).toFixed(2) : "-",
-      variant === "without" || cpuRatios.length === 0 ? "1.00" : geomean(cpuRatios).toFixed(2),
-      allCpuRatios.length === 0 ? "-" : variant === "without" ? "1.00" : geomean(allCpuRatios).toFixed(2),
+      variant === "without" || cpuRatios.length === 0 ? "1.00" : median(cpuRatios).toFixed(2),
+      allCpuRatios.length === 0 ? "-" : variant === "without" ? "1.00" : median(allCpuRatios).toFixed(2),
       variant === "without"
         ? "1.00"
         : `${ratio.toFixed(2)} (${ratios.map((r) => r.toFixed(2)).join(", ")}) ${
@@ -120,10 +125,10 @@ export const idempotencyScenario = async (database: Database): Promise<Section> 
   })
   return {
     title: `Idempotency-Key, ${database}: POST /api/tasks without a key vs a fresh key per request, ${config.connections} ` +
-      `connections, ${config.duration} s per run, ${config.rounds} interleaved round(s); target req/s with/without ≥ ` +
+      `connections, ${config.duration} s per run, ${config.idempotencyRounds} interleaved round(s); target: the median round's req/s with/without ≥ ` +
       `${IDEMPOTENCY_TARGET_RATIO}; ${records ?? "?"} records kept for ≥ ${keyed} keyed requests measured`,
     lines: formatTable(
-      ["key", "req/s", "p50 ms", "p99 ms", "CPU ms/req", "database CPU ms/req", "CPU with/without", "both with/without", "req/s with/without"],
+      ["key", "req/s", "p50 ms", "p99 ms", "CPU ms/req", "database CPU ms/req", "CPU with/without", "both with/without", "req/s with/without (median; rounds)"],
       rows,
       (c) => c >= 1 && c <= 7
     )

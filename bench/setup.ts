@@ -39,6 +39,13 @@ export const config = {
   serviceWarmup: numberEnv("BENCH_SERVICE_WARMUP", 8, 0, 120),
   connections: numberEnv("BENCH_CONNECTIONS", 32, 1, 1000),
   rounds: numberEnv("BENCH_ROUNDS", 2, 1, 10),
+  /**
+   * Rounds of the idempotency A/B (its own, more than `rounds`): it is judged on the median of
+   * its per-round ratios, and a median needs enough rounds to leave out a run that met the
+   * minute's compaction (the undo trim after ~10,000 writes, up to a second of both
+   * processes' CPU inside one 10 s run).
+   */
+  idempotencyRounds: numberEnv("BENCH_IDEMPOTENCY_ROUNDS", 5, 1, 15),
   tasks: numberEnv("BENCH_TASKS", 10_000, 10, 200_000),
   users: 20,
   databases: listEnv("BENCH_DATABASES", "postgres,embedded"),

@@ -287,9 +287,36 @@ describe("Idempotency-Key (issue 14)", () => {
     expect(runsAgain.status).toBe(201)
     expect(runsAgain.headers.get(REPLAYED)).toBeNull()
     expect((await tasksTitled(user, "Daily chore")).length).toBe(2)
+    // The expired record was taken over, not kept beside the new one: a retry now replays the new answer.
+    expect(await records(user)).toEqual([{ key, status: 201 }])
+    const retryOfNew = await send(user, "POST", "/api/tasks", key, { title: "Daily chore" })
+    expect(retryOfNew.headers.get(REPLAYED)).toBe("true")
+    expect(retryOfNew.text).toBe(runsAgain.text)
+    expect(runsAgain.body.data.id).not.toBe(first.body.data.id)
     clock.advance(24 * 3_600_000)
     expect(await service.run(Effect.flatMap(Idempotency, (i) => i.purge))).toBeGreaterThanOrEqual(1)
     expect(await records(user)).toEqual([])
+  })
+
+  it("an expired record the purge has not dropped yet frees its key for another request", async () => {
+    const user = await freshUser()
+    clock = freezeServiceClock(service)
+    const key = freshKey()
+    const first = await send(user, "POST", "/api/tasks", key, { title: "Water plants" })
+    expect(first.status).toBe(201)
+    // Another body under the live key: 422.
+    expect((await send(user, "POST", "/api/tasks", key, { title: "Feed cat" })).status).toBe(422)
+    clock.advance(24 * 3_600_000)
+    // Expired, still in the table: the other body now runs, and its answer is the key's record.
+    const other = await send(user, "POST", "/api/tasks", key, { title: "Feed cat" })
+    expect(other.status).toBe(201)
+    expect(other.headers.get(REPLAYED)).toBeNull()
+    expect(await tasksTitled(user, "Feed cat")).toEqual([other.body.data.id])
+    const retry = await send(user, "POST", "/api/tasks", key, { title: "Feed cat" })
+    expect(retry.headers.get(REPLAYED)).toBe("true")
+    expect(retry.text).toBe(other.text)
+    expect((await send(user, "POST", "/api/tasks", key, { title: "Water plants" })).status).toBe(422)
+    expect(await tasksTitled(user, "Water plants")).toEqual([first.body.data.id])
   })
 
   it("a malformed key is a 400; a quoted key (Structured Field string) is the same key", async () => {

@@ -127,7 +127,7 @@ export const makeIdempotentWrites = Effect.gen(function*() {
               { userId: user.id, key, fingerprint: fingerprintOf(request.method, request.url, body) },
               app,
               keep,
-              [[preAuthenticated, Option.some(user)]]
+              [[preAuthenticated, user]]
             ),
             responseFor
           ))

@@ -1,5 +1,5 @@
 import { HttpApiMiddleware, HttpServerRequest } from "@effect/platform"
-import { Effect, FiberRef, Layer, Option, Schema } from "effect"
+import { Effect, FiberRef, Layer, Schema } from "effect"
 import { ForbiddenWire, UnauthorizedWire } from "../domain/Errors.js"
 import { Authenticator } from "../services/Authenticator.js"
 import { CurrentUser, type CurrentUserShape } from "../services/CurrentUser.js"
@@ -15,13 +15,13 @@ export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("ste
 }) {}
 
 /** The caller, when code around the router (Idempotency-Key) already authenticated this request. */
-export const preAuthenticated = FiberRef.unsafeMake<Option.Option<CurrentUserShape>>(Option.none())
+export const preAuthenticated = FiberRef.unsafeMake<CurrentUserShape | undefined>(undefined)
 
 export const AuthenticationLive = Layer.effect(
   Authentication,
   Effect.map(Authenticator, (authenticator) =>
     Effect.flatMap(FiberRef.get(preAuthenticated), (known) =>
-      Option.isSome(known)
-        ? Effect.succeed(known.value)
-        : Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => authenticator.authenticate(request))))
+      known === undefined
+        ? Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => authenticator.authenticate(request))
+        : Effect.succeed(known)))
 )

@@ -1,4 +1,4 @@
-import { Effect, FiberRef, Option } from "effect"
+import { Effect, FiberRef } from "effect"
 import { type Local, locallyAll } from "./FiberLocals.js"
 
 /**
@@ -7,23 +7,25 @@ import { type Local, locallyAll } from "./FiberLocals.js"
  * so "after my transaction" is not "after commit" there: a wake-up sent at that moment
  * would look for rows nobody else can see yet.
  */
-const held = FiberRef.unsafeMake<Option.Option<Array<Effect.Effect<void>>>>(Option.none())
+// A plain value, not an Option: setting a FiberRef compares the old value with the new one,
+// and an Option is compared by hashing what it holds (a keyed write sets three of these).
+const held = FiberRef.unsafeMake<Array<Effect.Effect<void>> | undefined>(undefined)
 
 /** Runs `effect` now, or after the enclosing `holdingAfterCommit` transaction succeeds. */
 export const afterCommit = (effect: Effect.Effect<void>): Effect.Effect<void> =>
   Effect.flatMap(FiberRef.get(held), (list) =>
-    Option.isSome(list)
-      ? Effect.sync(() => {
-        list.value.push(effect)
-      })
-      : effect)
+    list === undefined
+      ? effect
+      : Effect.sync(() => {
+        list.push(effect)
+      }))
 
 /**
  * The FiberRef setting (for `locallyAll`) under which `afterCommit` effects are pushed onto
  * `list` instead of run: its owner runs them once its transaction has committed, and drops
  * them when it rolled back.
  */
-export const holdingIn = (list: Array<Effect.Effect<void>>): Local => [held, Option.some(list)]
+export const holdingIn = (list: Array<Effect.Effect<void>>): Local => [held, list]
 
 /** Runs the effects `holdingIn` gathered, in order. */
 export const runHeld = (list: ReadonlyArray<Effect.Effect<void>>): Effect.Effect<void> =>

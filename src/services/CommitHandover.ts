@@ -1,7 +1,7 @@
 import type { Connection } from "@effect/sql/SqlConnection"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { Fragment } from "@effect/sql/Statement"
-import { Effect, FiberRef, Option, Stream } from "effect"
+import { Effect, FiberRef, Stream } from "effect"
 import { answersAtOnce, commitWithNextStatement } from "./PgGuard.js"
 import { AnswersAtOnce, CommitWithNext } from "./TransactionPipeline.js"
 
@@ -28,7 +28,8 @@ export interface Handover {
   flushedWire: string | null
 }
 
-export const commitHandover = FiberRef.unsafeMake<Option.Option<Handover>>(Option.none())
+/** A plain value, not an Option: see `AfterCommit`'s FiberRef. */
+export const commitHandover = FiberRef.unsafeMake<Handover | undefined>(undefined)
 
 export const makeHandover = (): Handover => ({ used: false, pending: undefined, flushedWire: null })
 

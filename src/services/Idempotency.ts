@@ -2,7 +2,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
 import type { Fragment } from "@effect/sql/Statement"
 import type { Connection } from "@effect/sql/SqlConnection"
-import { Cause, Effect, Exit, Option, Scope } from "effect"
+import { Cause, Effect, Exit, Scope } from "effect"
 import { IDEMPOTENCY_TTL_MS, MAX_IDEMPOTENCY_KEYS_PER_USER } from "../domain/Idempotency.js"
 import { holdingIn, runHeld } from "./AfterCommit.js"
 import { commitHandover, flushing, makeHandover } from "./CommitHandover.js"
@@ -12,7 +12,7 @@ import { control, onTransactionConnection } from "./LeanStatements.js"
 import { commitWithNextStatement } from "./PgGuard.js"
 import { now as clockNow } from "./ServiceClock.js"
 import { spanWhenTraced } from "./Tracing.js"
-import { runAgainAfter } from "./TransactionConflicts.js"
+import { CONFLICT_RETRIES, runAgainAfter } from "./TransactionConflicts.js"
 import type { UserId } from "../domain/Ids.js"
 
 /** A keyed request: whose key, and what the request was (method, path, body hashed). */
@@ -43,14 +43,26 @@ export type Outcome<A> =
   /** The key was first used for another request (method, path or body). */
   | { readonly _tag: "Mismatch" }
 
-/** SQLSTATEs of `steady_idempotency_record`: the key is running elsewhere, or already answered. */
+/**
+ * How `steady_idempotency_record` refuses (migrations 0017, 0028): SK409 when another
+ * transaction holds the key; a unique violation of the records' primary key when the key has
+ * a record already (live, or expired and not purged yet). SK422 was the latter before 0028.
+ */
 const KEY_BUSY = "SK409"
 const KEY_RECORDED = "SK422"
-const refusals: ReadonlySet<unknown> = new Set([KEY_BUSY, KEY_RECORDED])
+const UNIQUE_VIOLATION = "23505"
+const RECORDS_KEY = "idempotency_keys_pkey"
 
-const sqlStateOf = (error: unknown): unknown => {
+const pgFieldsOf = (error: unknown): { readonly code?: unknown; readonly constraint?: unknown } | undefined => {
   const cause = error instanceof SqlError ? error.cause : undefined
-  return typeof cause === "object" && cause !== null ? (cause as { code?: unknown }).code : undefined
+  return typeof cause === "object" && cause !== null ? cause : undefined
+}
+
+const isRefusal = (error: unknown): boolean => {
+  const fields = pgFieldsOf(error)
+  if (fields === undefined) return false
+  return fields.code === KEY_BUSY || fields.code === KEY_RECORDED ||
+    (fields.code === UNIQUE_VIOLATION && fields.constraint === RECORDS_KEY)
 }
 
 const lockName = (request: KeyedRequest) => `${request.userId}:${request.key}`
@@ -66,8 +78,12 @@ class RollBack<A> {
   constructor(readonly outcome: Outcome<A>) {}
 }
 
+/** What the lookup finds for a key holding only an expired record that nobody is running. */
+const EXPIRED = Symbol("expired")
+
 interface FoundRow {
   readonly free: boolean
+  readonly live: boolean | null
   readonly fingerprint: string | null
   readonly status: number | null
   readonly content_type: string | null
@@ -82,19 +98,21 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
     const running = new Set<string>()
 
     /**
-     * What a key holds now, read after a keyed write rolled back: its live record, and
-     * whether another transaction (any instance) is running it. The advisory lock is only
-     * tried: outside a transaction it is let go at once.
+     * What a key holds now, read after a keyed write rolled back: its record and whether it
+     * is still live, and whether another transaction (any instance) is running it. The
+     * advisory lock is only tried: outside a transaction it is let go at once.
      */
     const LOOKUP = `
-      SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS free,
+      SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS free, k.expires_at > $4::timestamptz AS live,
              k.fingerprint, k.status, k.content_type, k.body
       FROM (SELECT 1) AS one
-      LEFT JOIN idempotency_keys k ON k.user_id = $2 AND k.key = $3 AND k.expires_at > $4::timestamptz`
+      LEFT JOIN idempotency_keys k ON k.user_id = $2 AND k.key = $3`
+    /** An expired record the purge has not dropped yet, in the way of the key's new one. */
+    const DROP_EXPIRED = "DELETE FROM idempotency_keys WHERE user_id = $1 AND key = $2 AND expires_at <= $3::timestamptz"
 
     /**
      * The record, at the end of the write (migration 0017): it takes the key's advisory
-     * lock and stores the answer, or fails with KEY_BUSY / KEY_RECORDED. On a PostgreSQL
+     * lock and stores the answer, or refuses (`isRefusal`). On a PostgreSQL
      * server COMMIT goes out with it, and a failure means the COMMIT never runs.
      */
     const RECORD = "SELECT steady_idempotency_record($1, $2, $3, $4, $5, $6, $7, $8::timestamptz, $9::timestamptz)"
@@ -115,21 +133,24 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
       new Date(now.getTime() + IDEMPOTENCY_TTL_MS).toISOString()
     ]
 
-    /** The outcome a key already has, if any: a replay, a mismatch, or busy elsewhere. */
-    const settled = <A>(request: KeyedRequest, now: Date): Effect.Effect<Outcome<A> | undefined> =>
+    /**
+     * The outcome a key already has, if any: a replay, a mismatch, or busy elsewhere; or
+     * EXPIRED when only an expired record stands in its way.
+     */
+    const settled = <A>(request: KeyedRequest, now: Date): Effect.Effect<Outcome<A> | typeof EXPIRED | undefined> =>
       Effect.map(
         sql.unsafe<FoundRow>(LOOKUP, [lockName(request), request.userId, request.key, now.toISOString()]),
-        ([found]): Outcome<A> | undefined => {
+        ([found]): Outcome<A> | typeof EXPIRED | undefined => {
           if (found === undefined) return undefined
-          if (found.status !== null) {
+          if (found.live === true) {
             return found.fingerprint === request.fingerprint
-              ? { _tag: "Replay", answer: { status: found.status, contentType: found.content_type, body: found.body ?? "" } }
+              ? { _tag: "Replay", answer: { status: found.status!, contentType: found.content_type, body: found.body ?? "" } }
               : { _tag: "Mismatch" }
           }
-          return found.free ? undefined : { _tag: "Busy" }
+          if (!found.free) return { _tag: "Busy" }
+          return found.status === null ? undefined : EXPIRED
         }
       ).pipe(Effect.orDie)
-
     /**
      * Runs `write` once per key: in one transaction with the record of its answer, so a
      * write never commits without it. The services' own transactions nest as savepoints.
@@ -158,16 +179,10 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
         // its after-commit work waits for this COMMIT: three FiberRefs (and the caller's), set in one go.
         const transaction = (now: Date, connection: Connection, heldAfterCommit: Array<Effect.Effect<void>>) => {
           const handover = makeHandover()
-          const written = locallyAll(write, (fiber) => [
-            ...locals,
-            holdingIn(heldAfterCommit),
-            [commitHandover, Option.some(handover)],
-            onTransactionConnection(fiber.currentContext, flushing(connection, handover), 0)
-          ])
           // A recorded key is replayed from its record by the caller; were the record gone again
           // by then, the client retries.
           const refused = <X>(statement: Effect.Effect<X, SqlError>) =>
-            Effect.catchIf(statement, (error) => refusals.has(sqlStateOf(error)), () => Effect.fail(new RollBack<A>({ _tag: "Busy" })))
+            Effect.catchIf(statement, isRefusal, () => Effect.fail(new RollBack<A>({ _tag: "Busy" })))
           const record = (value: A, kept: StoredAnswer): Effect.Effect<Outcome<A>, SqlError | RollBack<A>> => {
             const pending = handover.pending
             handover.pending = undefined
@@ -184,22 +199,35 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
               return commitRides ? Effect.succeed(outcome) : Effect.as(control(connection, "COMMIT"), outcome)
             })
           }
-          return Effect.zipRight(control(connection, "BEGIN"), written).pipe(
-            Effect.flatMap((value) =>
-              Effect.flatMap(keep(value), (kept) =>
-                kept === undefined ? Effect.fail(new RollBack<A>({ _tag: "Ran", value })) : record(value, kept))
-            )
+          // The record runs under the write's settings too: the handed-over statement then finds
+          // its connection where it is (no context of its own to build), and its wake-ups wait
+          // for the COMMIT with the write's.
+          const writtenAndRecorded = Effect.flatMap(write, (value) =>
+            Effect.flatMap(keep(value), (kept) =>
+              kept === undefined ? Effect.fail(new RollBack<A>({ _tag: "Ran", value })) : record(value, kept)))
+          return Effect.zipRight(
+            control(connection, "BEGIN"),
+            locallyAll(writtenAndRecorded, (fiber) => [
+              ...locals,
+              holdingIn(heldAfterCommit),
+              [commitHandover, handover],
+              onTransactionConnection(fiber.currentContext, flushing(connection, handover), 0)
+            ])
           )
         }
         // Whatever this run answered when it did not commit, a key that already has an
         // outcome answers with that (a retry, or a key running elsewhere).
-        const failed = (now: Date, cause: Cause.Cause<unknown>): Effect.Effect<Outcome<A>, E> => {
+        // EXPIRED: the record was refused for an expired record in the way, which the caller drops.
+        const failed = (now: Date, cause: Cause.Cause<unknown>): Effect.Effect<Outcome<A> | typeof EXPIRED, E> => {
           const failure = Cause.failureOrCause(cause)
           if (failure._tag === "Right") return Effect.failCause(failure.right)
           const error = failure.left
           if (error instanceof RollBack) return Effect.map(settled<A>(request, now), (found) => found ?? (error as RollBack<A>).outcome)
           if (error instanceof SqlError) return Effect.die(error)
-          return Effect.flatMap(settled<A>(request, now), (found) => found === undefined ? Effect.fail(error as E) : Effect.succeed(found))
+          return Effect.flatMap(
+            settled<A>(request, now),
+            (found) => found === undefined || found === EXPIRED ? Effect.fail(error as E) : Effect.succeed(found)
+          )
         }
         // Once the transaction has ended either way (a ROLLBACK also after a failed COMMIT,
         // which PostgreSQL only warns about), the connection goes back to the pool and the slot
@@ -226,8 +254,22 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
                   Effect.zipRight(runAgainAfter(cause, attempt)),
                   Effect.flatMap((again) => {
                     if (again) return committed(now, attempt + 1)
-                    running.delete(slot)
-                    return failed(now, cause)
+                    // Refused for an expired record in the way: still holding the key, it goes and the
+                    // write runs again (bounded like the runs again after a conflict).
+                    const dropsExpired = (outcome: Outcome<A> | typeof EXPIRED) => outcome === EXPIRED && attempt < CONFLICT_RETRIES
+                    return failed(now, cause).pipe(
+                      Effect.onExit((exit) =>
+                        Exit.isSuccess(exit) && dropsExpired(exit.value) ? Effect.void : Effect.sync(() => running.delete(slot))
+                      ),
+                      Effect.flatMap((outcome): Effect.Effect<Outcome<A>, E, R> => {
+                        if (outcome !== EXPIRED) return Effect.succeed(outcome)
+                        if (!dropsExpired(outcome)) return Effect.succeed({ _tag: "Busy" })
+                        return Effect.zipRight(
+                          Effect.orDie(sql.unsafe(DROP_EXPIRED, [request.userId, request.key, now.toISOString()])),
+                          committed(now, attempt + 1)
+                        )
+                      })
+                    )
                   })
                 )
               }

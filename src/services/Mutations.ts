@@ -13,7 +13,7 @@ import { ChangeWakeup } from "./ChangeWakeup.js"
 import { entriesOf } from "./ChangeLog.js"
 import { WebhookWakeup } from "./WebhookWakeup.js"
 import { commitWithNextStatement } from "./PgGuard.js"
-import { commitHandover, type Handover } from "./CommitHandover.js"
+import { commitHandover, type Handover, type PendingCommit } from "./CommitHandover.js"
 import { locallyAll } from "./FiberLocals.js"
 import { onTransactionConnection } from "./LeanStatements.js"
 import { commitStatement, type Deferred } from "./CommitStatement.js"
@@ -229,13 +229,13 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
         (fiber) => {
           if (!handsOver) return noHandover
           const slot = fiber.getFiberRef(commitHandover)
-          if (Option.isNone(slot) || slot.value.used) return noHandover
+          if (slot === undefined || slot.used) return noHandover
           const transaction = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)
           // Only a savepoint directly in the request's transaction: one nested deeper could
           // still be rolled back to by the transaction around it.
           if (Option.isNone(transaction) || transaction.value[1] !== 1) return noHandover
-          slot.value.used = true
-          return Effect.succeed({ handover: slot.value, transaction: transaction.value })
+          slot.used = true
+          return Effect.succeed({ handover: slot, transaction: transaction.value })
         }
       )
 
@@ -421,14 +421,19 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
         const slot = yield* handoverFor(handsOver)
         if (slot !== undefined) {
           // The result keeps its stand-in: the keyed request splices the wire into its answer.
-          // Sent later from outside this transaction's scope, so it names its connection.
+          // Sent later from outside this transaction's scope: it names its connection unless the
+          // keyed request sends it where that connection is already the transaction's.
           const [connection, depth] = slot.transaction
+          const written = (record: Parameters<PendingCommit["send"]>[0]) =>
+            Effect.map(Effect.tap(commitStatement(sql, input, record), wakeAfter), (w) => w.wire)
           slot.handover.pending = {
             send: (record) =>
-              locallyAll(
-                Effect.map(Effect.tap(commitStatement(sql, input, record), wakeAfter), (written) => written.wire),
-                (fiber) => [onTransactionConnection(fiber.currentContext, connection, depth)]
-              )
+              Effect.withFiberRuntime((fiber) => {
+                const current = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)
+                return Option.isSome(current) && current.value[0] === connection
+                  ? written(record)
+                  : locallyAll(written(record), () => [onTransactionConnection(fiber.currentContext, connection, depth)])
+              })
           }
           return [result, null] as const
         }
