@@ -151,6 +151,7 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
           return found.status === null ? undefined : EXPIRED
         }
       ).pipe(Effect.orDie)
+
     /**
      * Runs `write` once per key: in one transaction with the record of its answer, so a
      * write never commits without it. The services' own transactions nest as savepoints.
