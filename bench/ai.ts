@@ -5,6 +5,7 @@ import { onCleanup, sleep } from "./processes.js"
 import { type Database, formatTable, type Section } from "./report.js"
 import { seed } from "./seed.js"
 import { config, copyOf, describeRun, log, measureRun, prepare, type Run, startOurs, warmUpService } from "./setup.js"
+import { geomean, mean } from "./stats.js"
 
 /**
  * AI on vs off (issue 11): POST /api/tasks with a title only, the create that triggers
@@ -57,9 +58,6 @@ const startFakeProvider = async () => {
   })
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, calls: () => calls }
 }
-
-const mean = (xs: ReadonlyArray<number>) => xs.reduce((a, b) => a + b, 0) / xs.length
-const geomean = (xs: ReadonlyArray<number>) => Math.exp(mean(xs.map(Math.log)))
 
 export const aiScenario = async (database: Database): Promise<Section> => {
   log(`${database}: ai: preparing a fresh database with ${config.users} users and 1000 tasks for one of them`)

@@ -6,6 +6,7 @@ import { sleep } from "./processes.js"
 import { type Database, formatTable, type Section } from "./report.js"
 import { seed } from "./seed.js"
 import { config, describeRun, log, measureRun, prepare, type Run, startOurs, warmUpService } from "./setup.js"
+import { mean, median } from "./stats.js"
 
 /**
  * Idempotency-Key cost (issue 14): POST /api/tasks without a key and with a fresh key on
@@ -30,13 +31,6 @@ const create = (variant: Variant): Scenario => ({
     ...(variant === "with" ? { headers: { "idempotency-key": Crypto.randomUUID() } } : {})
   })
 })
-
-const mean = (xs: ReadonlyArray<number>) => xs.reduce((a, b) => a + b, 0) / xs.length
-const median = (xs: ReadonlyArray<number>) => {
-  const sorted = [...xs].sort((a, b) => a - b)
-  const mid = sorted.length >> 1
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
-}
 
 /** Records written, to check every keyed request really went through the key path. */
 const countRecords = async (databaseUrl: string | undefined, dataDir: string | undefined): Promise<number | undefined> => {

@@ -12,6 +12,7 @@ import { onCleanup } from "./processes.js"
 import type { Database, Section } from "./report.js"
 import { formatTable } from "./report.js"
 import { config, freshDatabase, log } from "./setup.js"
+import { median } from "./stats.js"
 
 /**
  * Quota rollover sweep (issue 4), in-process through the service's own layers: a
@@ -82,11 +83,6 @@ FROM (
 ) g`
 
 type Exec = (text: string, params?: ReadonlyArray<unknown>) => Promise<ReadonlyArray<Record<string, unknown>>>
-
-const median = (xs: ReadonlyArray<number>) => {
-  const sorted = [...xs].sort((a, b) => a - b)
-  return sorted[Math.floor(sorted.length / 2)]!
-}
 
 const ms = (n: number) => (n >= 100 ? n.toFixed(0) : n.toFixed(2))
 

@@ -1,5 +1,6 @@
 import * as Os from "node:os"
 import type { LoadResult, Scenario } from "./load.js"
+import { geomean, mean } from "./stats.js"
 
 /** The report of bench/run.ts: one row per scenario, database and server, then the targets. */
 
@@ -33,9 +34,6 @@ export const TARGET_RATIO = 0.6
 export const TARGET_P99_MS = 50
 /** Issue 12: a single-task write at half the req/s of a bare token lookup + INSERT/UPDATE. */
 export const TARGET_WRITE_RATIO = 0.5
-
-const mean = (xs: ReadonlyArray<number>) => xs.reduce((a, b) => a + b, 0) / xs.length
-const geomean = (xs: ReadonlyArray<number>) => Math.exp(mean(xs.map(Math.log)))
 
 interface Row {
   readonly scenario: Scenario

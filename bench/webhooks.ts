@@ -5,6 +5,7 @@ import { onCleanup, sleep } from "./processes.js"
 import { type Database, formatTable, type Section } from "./report.js"
 import { seed } from "./seed.js"
 import { config, describeRun, log, measureRun, prepare, type Run, startOurs } from "./setup.js"
+import { geomean, mean } from "./stats.js"
 
 /**
  * Webhooks on vs off (issue 6): POST /api/tasks and PATCH /api/tasks/{id} with the user
@@ -119,9 +120,6 @@ const waitForDrain = async (count: () => number, quietMs: number, limitMs: numbe
     if (now - started >= limitMs) return { count: last - start, ms: now - started, complete: false }
   }
 }
-
-const mean = (xs: ReadonlyArray<number>) => xs.reduce((a, b) => a + b, 0) / xs.length
-const geomean = (xs: ReadonlyArray<number>) => Math.exp(mean(xs.map(Math.log)))
 
 export const webhooksScenario = async (database: Database): Promise<Section> => {
   log(`${database}: webhooks: preparing a fresh database with ${config.users} users and ${config.tasks} tasks for one of them`)

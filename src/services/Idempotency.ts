@@ -175,6 +175,13 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
         const slot = lockName(request)
         if (running.has(slot)) return Effect.succeed<Outcome<A>>({ _tag: "Busy" })
         running.add(slot)
+        // Once only: after this run let go, the slot may be a duplicate's that started since.
+        let released = false
+        const release = () => {
+          if (released) return
+          released = true
+          running.delete(slot)
+        }
         // The write's statements run on the keyed transaction's connection, its own transaction
         // nests as a savepoint, its commit statement may be handed over (`commitHandover`), and
         // its after-commit work waits for this COMMIT: three FiberRefs (and the caller's), set in one go.
@@ -231,9 +238,9 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
           )
         }
         // Once the transaction has ended either way (a ROLLBACK also after a failed COMMIT,
-        // which PostgreSQL only warns about), the connection goes back to the pool and the slot
-        // is free: a duplicate arriving now finds the record (committed) or runs afresh (rolled
-        // back). After-commit work runs only after a COMMIT.
+        // which PostgreSQL only warns about), the connection goes back to the pool. The slot is
+        // free once the outcome is known: a duplicate arriving then finds the record (committed)
+        // or runs afresh (rolled back). After-commit work runs only after a COMMIT.
         const committed = (now: Date, attempt: number): Effect.Effect<Outcome<A>, E, R> =>
           Effect.flatMap(Scope.make(), (scope) => {
             const heldAfterCommit: Array<Effect.Effect<void>> = []
@@ -244,7 +251,8 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
             })
             return Effect.matchCauseEffect(ran, {
               onSuccess: (outcome) => {
-                running.delete(slot)
+                // Free before the after-commit work: a duplicate arriving now finds the record.
+                release()
                 return Effect.zipRight(Scope.close(scope, Exit.void), Effect.as(runHeld(heldAfterCommit), outcome))
               },
               onFailure: (cause) => {
@@ -253,30 +261,25 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
                   Effect.zipRight(Scope.close(scope, Exit.failCause(cause))),
                   // Ended by PostgreSQL for a conflict: the whole keyed write runs again, still holding the key.
                   Effect.zipRight(runAgainAfter(cause, attempt)),
-                  Effect.flatMap((again) => {
-                    if (again) return committed(now, attempt + 1)
-                    // Refused for an expired record in the way: still holding the key, it goes and the
-                    // write runs again (bounded like the runs again after a conflict).
-                    const dropsExpired = (outcome: Outcome<A> | typeof EXPIRED) => outcome === EXPIRED && attempt < CONFLICT_RETRIES
-                    return failed(now, cause).pipe(
-                      Effect.onExit((exit) =>
-                        Exit.isSuccess(exit) && dropsExpired(exit.value) ? Effect.void : Effect.sync(() => running.delete(slot))
-                      ),
-                      Effect.flatMap((outcome): Effect.Effect<Outcome<A>, E, R> => {
-                        if (outcome !== EXPIRED) return Effect.succeed(outcome)
-                        if (!dropsExpired(outcome)) return Effect.succeed({ _tag: "Busy" })
-                        return Effect.zipRight(
-                          Effect.orDie(sql.unsafe(DROP_EXPIRED, [request.userId, request.key, now.toISOString()])),
-                          committed(now, attempt + 1)
-                        )
-                      })
-                    )
-                  })
+                  Effect.flatMap((again) =>
+                    again ? committed(now, attempt + 1) : Effect.flatMap(failed(now, cause), (outcome): Effect.Effect<Outcome<A>, E, R> => {
+                      if (outcome !== EXPIRED) return Effect.succeed(outcome)
+                      // Refused for an expired record in the way: still holding the key, it goes and the
+                      // write runs again (bounded like the runs again after a conflict).
+                      if (attempt >= CONFLICT_RETRIES) return Effect.succeed({ _tag: "Busy" })
+                      return Effect.zipRight(
+                        Effect.orDie(sql.unsafe(DROP_EXPIRED, [request.userId, request.key, now.toISOString()])),
+                        committed(now, attempt + 1)
+                      )
+                    })
+                  )
                 )
               }
             })
           })
         return Effect.flatMap(clockNow, (now) => committed(now, 0)).pipe(
+          // However the write ended (answered, failed, died), the key is free again after it.
+          Effect.ensuring(Effect.sync(release)),
           Effect.uninterruptible,
           spanWhenTraced("Idempotency.run")
         ) as Effect.Effect<Outcome<A>, E, R>

@@ -424,15 +424,15 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
           // Sent later from outside this transaction's scope: it names its connection unless the
           // keyed request sends it where that connection is already the transaction's.
           const [connection, depth] = slot.transaction
-          const written = (record: Parameters<PendingCommit["send"]>[0]) =>
-            Effect.map(Effect.tap(commitStatement(sql, input, record), wakeAfter), (w) => w.wire)
+          const sendStatement = (record: Parameters<PendingCommit["send"]>[0]) =>
+            Effect.map(Effect.tap(commitStatement(sql, input, record), wakeAfter), (written) => written.wire)
           slot.handover.pending = {
             send: (record) =>
               Effect.withFiberRuntime((fiber) => {
                 const current = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)
                 return Option.isSome(current) && current.value[0] === connection
-                  ? written(record)
-                  : locallyAll(written(record), () => [onTransactionConnection(fiber.currentContext, connection, depth)])
+                  ? sendStatement(record)
+                  : locallyAll(sendStatement(record), () => [onTransactionConnection(fiber.currentContext, connection, depth)])
               })
           }
           return [result, null] as const
