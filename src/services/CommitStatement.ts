@@ -111,9 +111,9 @@ export const commitStatement = (
       changesInsert(sql, input.now, feed, deferred?.insertsRow === true ? { json: withPending, tasks: sql`target`, stands: (id) => id === STAND_IN_ID } : undefined)
     })`)
   }
-  // A SELECT in a CTE runs only when read: the final SELECT reads it.
+  // A data-modifying CTE runs whether or not anything reads it.
   if (record !== undefined) {
-    ctes.push(sql`recorded AS (SELECT ${record(deferred === undefined ? undefined : sql`(SELECT wire FROM target)`)})`)
+    ctes.push(sql`recorded AS (${record(deferred === undefined ? undefined : sql`(SELECT wire FROM target)`)})`)
   }
   const fed = feed.length > 0
   if (ctes.length === 0) return Effect.succeed({ undoId: null, deliveries: 0, wire: null, fed })
@@ -121,8 +121,7 @@ export const commitStatement = (
     WITH ${sql.join(", ", false)(ctes)}
     SELECT ${undoable ? sql`(SELECT id FROM undo)` : sql`NULL::integer`} AS undo_id,
       ${events.length > 0 ? sql`COALESCE((SELECT n FROM delivered), 0)` : sql`0`} AS deliveries,
-      ${deferred !== undefined ? sql`(SELECT wire FROM target)` : sql`NULL::text`} AS wire
-      ${record !== undefined ? sql`, (SELECT count(*) FROM recorded) AS recorded` : sql``}`.pipe(
+      ${deferred !== undefined ? sql`(SELECT wire FROM target)` : sql`NULL::text`} AS wire`.pipe(
     Effect.map((rows) => ({ undoId: rows[0]!.undo_id, deliveries: rows[0]!.deliveries, wire: rows[0]!.wire, fed }))
   )
 }

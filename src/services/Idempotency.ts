@@ -44,9 +44,9 @@ export type Outcome<A> =
   | { readonly _tag: "Mismatch" }
 
 /**
- * How `steady_idempotency_record` refuses (migrations 0017, 0028): SK409 when another
- * transaction holds the key; a unique violation of the records' primary key when the key has
- * a record already (live, or expired and not purged yet). SK422 was the latter before 0028.
+ * How the record refuses (migrations 0017, 0028, 0029): SK409 when another transaction holds
+ * the key; a unique violation of the records' primary key when the key has a record already
+ * (live, or expired and not purged yet). SK422 was the latter before 0028.
  */
 const KEY_BUSY = "SK409"
 const KEY_RECORDED = "SK422"
@@ -111,16 +111,16 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
     const DROP_EXPIRED = "DELETE FROM idempotency_keys WHERE user_id = $1 AND key = $2 AND expires_at <= $3::timestamptz"
 
     /**
-     * The record, at the end of the write (migration 0017): it takes the key's advisory
-     * lock and stores the answer, or refuses (`isRefusal`). On a PostgreSQL
-     * server COMMIT goes out with it, and a failure means the COMMIT never runs.
+     * The record, at the end of the write (migrations 0017, 0029): it takes the key's advisory
+     * lock and stores the answer, or refuses (`isRefusal`): SK409 from the CASE's ELSE branch,
+     * evaluated only when the lock is refused, or the primary key's 23505 for a recorded key. On
+     * a PostgreSQL server COMMIT goes out with it, and a failure means the COMMIT never runs.
      */
-    const RECORD = "SELECT steady_idempotency_record($1, $2, $3, $4, $5, $6, $7, $8::timestamptz, $9::timestamptz)"
-    /** The same call, as a CTE of a mutation's commit statement; the body may await its wire JSON. */
-    const recordCall = (request: KeyedRequest, answer: StoredAnswer, now: Date) => (wire: Fragment | undefined) =>
-      sql`steady_idempotency_record(${lockName(request)}, ${request.userId}, ${request.key}, ${request.fingerprint},
-        ${answer.status}::integer, ${answer.contentType}::text, ${spliceWireSql(sql, answer.body, wire)},
-        ${now.toISOString()}::timestamptz, ${new Date(now.getTime() + IDEMPOTENCY_TTL_MS).toISOString()}::timestamptz)`
+    const RECORD = `
+      INSERT INTO idempotency_keys (user_id, key, fingerprint, status, content_type, body, created_at, expires_at)
+      SELECT $2, $3, $4, $5::integer, $6::text, $9::text,
+        CASE WHEN pg_try_advisory_xact_lock(hashtextextended($1, 0)) THEN $7::timestamptz ELSE steady_idempotency_busy() END,
+        $8::timestamptz`
     const recordParams = (request: KeyedRequest, answer: StoredAnswer, now: Date) => [
       lockName(request),
       request.userId,
@@ -128,10 +128,18 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
       request.fingerprint,
       answer.status,
       answer.contentType,
-      answer.body,
       now.toISOString(),
-      new Date(now.getTime() + IDEMPOTENCY_TTL_MS).toISOString()
+      new Date(now.getTime() + IDEMPOTENCY_TTL_MS).toISOString(),
+      answer.body
     ]
+    /** The same INSERT, as a CTE of a mutation's commit statement; the body may await its wire JSON. */
+    const recordCall = (request: KeyedRequest, answer: StoredAnswer, now: Date) => (wire: Fragment | undefined) => {
+      const [lock, userId, key, fingerprint, status, contentType, created, expires] = recordParams(request, answer, now)
+      return sql`INSERT INTO idempotency_keys (user_id, key, fingerprint, status, content_type, body, created_at, expires_at)
+        SELECT ${userId}, ${key}, ${fingerprint}, ${status}::integer, ${contentType}::text, ${spliceWireSql(sql, answer.body, wire)},
+          CASE WHEN pg_try_advisory_xact_lock(hashtextextended(${lock}, 0)) THEN ${created}::timestamptz ELSE steady_idempotency_busy() END,
+          ${expires}::timestamptz`
+    }
 
     /**
      * The outcome a key already has, if any: a replay, a mismatch, or busy elsewhere; or
