@@ -116,30 +116,13 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
      * evaluated only when the lock is refused, or the primary key's 23505 for a recorded key. On
      * a PostgreSQL server COMMIT goes out with it, and a failure means the COMMIT never runs.
      */
-    const RECORD = `
-      INSERT INTO idempotency_keys (user_id, key, fingerprint, status, content_type, body, created_at, expires_at)
-      SELECT $2, $3, $4, $5::integer, $6::text, $9::text,
-        CASE WHEN pg_try_advisory_xact_lock(hashtextextended($1, 0)) THEN $7::timestamptz ELSE steady_idempotency_busy() END,
-        $8::timestamptz`
-    const recordParams = (request: KeyedRequest, answer: StoredAnswer, now: Date) => [
-      lockName(request),
-      request.userId,
-      request.key,
-      request.fingerprint,
-      answer.status,
-      answer.contentType,
-      now.toISOString(),
-      new Date(now.getTime() + IDEMPOTENCY_TTL_MS).toISOString(),
-      answer.body
-    ]
-    /** The same INSERT, as a CTE of a mutation's commit statement; the body may await its wire JSON. */
-    const recordCall = (request: KeyedRequest, answer: StoredAnswer, now: Date) => (wire: Fragment | undefined) => {
-      const [lock, userId, key, fingerprint, status, contentType, created, expires] = recordParams(request, answer, now)
-      return sql`INSERT INTO idempotency_keys (user_id, key, fingerprint, status, content_type, body, created_at, expires_at)
-        SELECT ${userId}, ${key}, ${fingerprint}, ${status}::integer, ${contentType}::text, ${spliceWireSql(sql, answer.body, wire)},
-          CASE WHEN pg_try_advisory_xact_lock(hashtextextended(${lock}, 0)) THEN ${created}::timestamptz ELSE steady_idempotency_busy() END,
-          ${expires}::timestamptz`
-    }
+    const recordStatement = (request: KeyedRequest, answer: StoredAnswer, now: Date, wire: Fragment | undefined) =>
+      sql`INSERT INTO idempotency_keys (user_id, key, fingerprint, status, content_type, body, created_at, expires_at)
+        SELECT ${request.userId}, ${request.key}, ${request.fingerprint}, ${answer.status}::integer, ${answer.contentType}::text,
+          ${spliceWireSql(sql, answer.body, wire)},
+          CASE WHEN pg_try_advisory_xact_lock(hashtextextended(${lockName(request)}, 0)) THEN ${now.toISOString()}::timestamptz
+            ELSE steady_idempotency_busy() END,
+          ${new Date(now.getTime() + IDEMPOTENCY_TTL_MS).toISOString()}::timestamptz`
 
     /**
      * The outcome a key already has, if any: a replay, a mismatch, or busy elsewhere; or
@@ -205,10 +188,12 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
             const commitRides = commitWithNextStatement(connection)
             // The record goes out with the write's commit statement when the write handed it
             // over, else on its own; COMMIT rides with whichever is last.
-            const alone = (answer: StoredAnswer) =>
-              Effect.as(refused(connection.execute(RECORD, recordParams(request, answer, now), undefined)), answer)
+            const alone = (answer: StoredAnswer) => {
+              const [text, params] = recordStatement(request, answer, now, undefined).compile()
+              return Effect.as(refused(connection.execute(text, params, undefined)), answer)
+            }
             const recorded: Effect.Effect<StoredAnswer, SqlError | RollBack<A>> = pending !== undefined
-              ? Effect.map(refused(pending.send(recordCall(request, kept, now))), (wire) => spliced(kept, wire))
+              ? Effect.map(refused(pending.send((wire) => recordStatement(request, kept, now, wire))), (wire) => spliced(kept, wire))
               : alone(spliced(kept, handover.flushedWire))
             return Effect.flatMap(recorded, (answer) => {
               const outcome = (answer === kept ? { _tag: "Ran", value } : { _tag: "Ran", value, answer }) as Outcome<A>
