@@ -44,12 +44,11 @@ export type Outcome<A> =
   | { readonly _tag: "Mismatch" }
 
 /**
- * How the record refuses (migrations 0017, 0028, 0029): SK409 when another transaction holds
- * the key; a unique violation of the records' primary key when the key has a record already
- * (live, or expired and not purged yet). SK422 was the latter before 0028.
+ * How the record refuses (migration 0029): SK409 when another transaction holds the key; a
+ * unique violation of the records' primary key when the key has a record already (live, or
+ * expired and not purged yet).
  */
 const KEY_BUSY = "SK409"
-const KEY_RECORDED = "SK422"
 const UNIQUE_VIOLATION = "23505"
 const RECORDS_KEY = "idempotency_keys_pkey"
 
@@ -61,8 +60,7 @@ const pgFieldsOf = (error: unknown): { readonly code?: unknown; readonly constra
 const isRefusal = (error: unknown): boolean => {
   const fields = pgFieldsOf(error)
   if (fields === undefined) return false
-  return fields.code === KEY_BUSY || fields.code === KEY_RECORDED ||
-    (fields.code === UNIQUE_VIOLATION && fields.constraint === RECORDS_KEY)
+  return fields.code === KEY_BUSY || (fields.code === UNIQUE_VIOLATION && fields.constraint === RECORDS_KEY)
 }
 
 const lockName = (request: KeyedRequest) => `${request.userId}:${request.key}`
