@@ -1,4 +1,3 @@
-import { Either } from "effect"
 import {
   contentLine,
   escapeText,
@@ -9,9 +8,10 @@ import {
   textLine,
   utcStamp
 } from "./ICalendar.js"
-import { nextOccurrence } from "./Occurrences.js"
+import { occurrencesBetween } from "./Occurrences.js"
+import type { ExpansionBudget } from "./RuleExpansion.js"
 import { civilFromDays, DAY_MS } from "./RuleCalendar.js"
-import { vtimezone } from "./VTimezone.js"
+import { transitionsIn, vtimezone } from "./VTimezone.js"
 import { instantOfWall, offsetAt } from "./ZoneOffsets.js"
 
 /**
@@ -24,10 +24,28 @@ export const MAX_FEED_ITEMS = 5000
 /** VTIMEZONE transitions are listed for at most this many years either side of now. */
 export const ZONE_YEARS_AROUND_NOW = 10
 /**
- * Occurrences walked in one feed to turn a stored COUNT (which counts from the series'
- * first due date) into the count left from the current occurrence.
+ * Expansion units (RuleExpansion: a period, a day examined or a candidate each) one feed may
+ * spend turning stored COUNTs (which count from the series' first due date) into the count
+ * left from the current occurrence, over all its tasks together. A feed URL is polled by a
+ * calendar app every few minutes, so its cost must not grow with how far a user snoozed a
+ * series or how many such series they keep: past this, a rule keeps its stored COUNT until a
+ * later feed (the counts are cached per task version) gets to it.
  */
-export const COUNT_WALK_BUDGET = 20_000
+export const FEED_EXPANSION_BUDGET = 400_000
+/**
+ * Work between two breathing points of `feedParts` (where its caller lets other requests
+ * run): expansion units, and tasks rendered. Each stays well under ~10 ms of CPU.
+ */
+export const BREATH_UNITS = 20_000
+export const BREATH_TASKS = 250
+/** A breathing point in `feedParts`' output: not text, a place to yield the event loop. */
+export const BREATHE = ""
+
+/** Rules already rendered, by `ruleCacheKey`; the feed reads and fills it. */
+export interface RuleCache {
+  readonly get: (key: string) => string | undefined
+  readonly set: (key: string, rule: string) => void
+}
 
 export interface FeedTask {
   readonly id: number
@@ -68,13 +86,12 @@ const yearOf = (ms: number) => civilFromDays(Math.floor(ms / DAY_MS)).year
 
 const secondFloor = (ms: number) => ms - (((ms % 1000) + 1000) % 1000)
 
-interface Budget {
-  left: number
-}
+type Budget = ExpansionBudget
 
 /**
  * COUNT left from the current occurrence, so a calendar app that starts the series at DUE
- * ends it where Steady does; undefined when the walk would cost more than the budget left.
+ * ends it where Steady does; undefined when the count would cost more than the budget left.
+ * The series start is its first occurrence; the current one (at `due`) is not yet spent.
  */
 const remainingCount = (
   count: number,
@@ -85,18 +102,10 @@ const remainingCount = (
 ): number | undefined => {
   if (task.series_start_at === null) return count
   const start = new Date(task.series_start_at)
+  if (start.getTime() >= due) return count
   const input = { rule: task.rrule!, zone, anchorTime: task.anchor_time }
-  let before = 0
-  let at = start
-  while (at.getTime() < due) {
-    if (before >= count) return 1
-    if (budget.left-- <= 0) return undefined
-    before++
-    const next = nextOccurrence(input, start, at)
-    if (Either.isLeft(next) || next.right === undefined) return undefined
-    at = next.right
-  }
-  return Math.max(1, count - before)
+  const between = occurrencesBetween(input, start, new Date(due), count, budget)
+  return between === undefined ? undefined : Math.max(1, count - 1 - between)
 }
 
 /**
@@ -105,7 +114,14 @@ const remainingCount = (
  * time spelled out when the current occurrence was snoozed away from it (Steady's next
  * occurrences return to the anchor).
  */
-export const feedRule = (task: FeedTask, zone: string, due: number, dueWall: number, budget: Budget): string => {
+export const feedRule = (
+  task: FeedTask,
+  zone: string,
+  due: number,
+  dueWall: number,
+  budget: Budget
+): { readonly rule: string; readonly exact: boolean } => {
+  let exact = true
   const parts = task.rrule!.trim().replace(/^RRULE:/i, "").split(";").filter((p) => p !== "")
   const names = new Set(parts.map((p) => p.split("=")[0]!.toUpperCase()))
   const out: Array<string> = []
@@ -123,6 +139,7 @@ export const feedRule = (task: FeedTask, zone: string, due: number, dueWall: num
     }
     if (name === "COUNT") {
       const left = remainingCount(Number(value), task, zone, due, budget)
+      if (left === undefined) exact = false
       out.push(`COUNT=${left ?? value}`)
       continue
     }
@@ -139,8 +156,11 @@ export const feedRule = (task: FeedTask, zone: string, due: number, dueWall: num
       out.push(`BYHOUR=${Number(anchor[1])}`, `BYMINUTE=${Number(anchor[2])}`, "BYSECOND=0")
     }
   }
-  return out.join(";")
+  return { rule: out.join(";"), exact }
 }
+
+/** A rendered rule holds while the task, its zone and its current occurrence are unchanged. */
+const ruleCacheKey = (task: FeedTask, zone: string) => `${task.id}|${task.updated_at}|${task.due_at}|${zone}`
 
 /** Whether a wall time names exactly one instant (it is in no repeated hour). */
 const shownOnce = (zone: string, wall: number): boolean => {
@@ -164,7 +184,14 @@ const zoneRange = (tasks: ReadonlyArray<FeedTask>, now: number) => {
   return { from: Math.max(lo, nowYear - ZONE_YEARS_AROUND_NOW), to: Math.min(hi, nowYear + ZONE_YEARS_AROUND_NOW) }
 }
 
-const vtodo = (task: FeedTask, input: FeedInput, stamp: string, range: { from: number; to: number } | undefined, budget: Budget) => {
+const vtodo = (
+  task: FeedTask,
+  input: FeedInput,
+  stamp: string,
+  range: { from: number; to: number } | undefined,
+  budget: Budget,
+  rules: RuleCache | undefined
+) => {
   const due = secondFloor(Date.parse(task.due_at))
   const recurring = task.rrule !== null
   const { zone } = input
@@ -188,27 +215,57 @@ const vtodo = (task: FeedTask, input: FeedInput, stamp: string, range: { from: n
   out += foldLine(`DUE${when}`)
   out += contentLine("PRIORITY", String(icalPriority(task.priority)))
   if (task.labels.length > 0) out += contentLine("CATEGORIES", task.labels.map(escapeText).join(","))
-  if (recurring) out += contentLine("RRULE", feedRule(task, zone, due, wall, budget))
+  if (recurring) {
+    const key = ruleCacheKey(task, zone)
+    let rule = rules?.get(key)
+    if (rule === undefined) {
+      const made = feedRule(task, zone, due, wall, budget)
+      rule = made.rule
+      if (made.exact) rules?.set(key, rule)
+    }
+    out += contentLine("RRULE", rule)
+  }
   out += contentLine("URL", `${input.origin}/api/tasks/${task.id}`)
   out += "STATUS:NEEDS-ACTION\r\nEND:VTODO\r\n"
   return out
 }
 
-/** The whole `text/calendar` body; linear in the number of tasks. */
-export const renderFeed = (input: FeedInput): string => {
+/**
+ * The `text/calendar` body in parts, with BREATHE between bounded stretches of work: the
+ * VTIMEZONE's years (a cold zone asks Intl for every day) and the tasks' COUNT walks. The
+ * service yields the event loop at each BREATHE, so one feed never holds it for long.
+ */
+export function* feedParts(input: FeedInput, rules?: RuleCache): Generator<string> {
   const now = input.now.getTime()
   const range = isUtcZone(input.zone) ? undefined : zoneRange(input.tasks, now)
   const stamp = utcStamp(now)
-  const budget: Budget = { left: COUNT_WALK_BUDGET }
-  const parts: Array<string> = [
-    "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//Steady//Task feed//EN\r\nCALSCALE:GREGORIAN\r\nMETHOD:PUBLISH\r\n",
-    textLine("X-WR-CALNAME", input.calendarName),
-    contentLine("X-WR-TIMEZONE", input.zone),
-    // Refresh hints for subscribing apps (RFC 7986 and the de-facto Apple/Google one).
-    "REFRESH-INTERVAL;VALUE=DURATION:PT15M\r\nX-PUBLISHED-TTL:PT15M\r\n"
-  ]
-  if (range !== undefined) parts.push(vtimezone(input.zone, range.from, range.to, yearOf(now) + ZONE_YEARS_AROUND_NOW))
-  for (const task of input.tasks) parts.push(vtodo(task, input, stamp, range, budget))
-  parts.push("END:VCALENDAR\r\n")
-  return parts.join("")
+  const budget: Budget = { left: FEED_EXPANSION_BUDGET }
+  yield "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//Steady//Task feed//EN\r\nCALSCALE:GREGORIAN\r\nMETHOD:PUBLISH\r\n"
+  yield textLine("X-WR-CALNAME", input.calendarName)
+  yield contentLine("X-WR-TIMEZONE", input.zone)
+  // Refresh hints for subscribing apps (RFC 7986 and the de-facto Apple/Google one).
+  yield "REFRESH-INTERVAL;VALUE=DURATION:PT15M\r\nX-PUBLISHED-TTL:PT15M\r\n"
+  if (range !== undefined) {
+    const until = yearOf(now) + ZONE_YEARS_AROUND_NOW
+    // Warm the zone's transitions a year at a time; vtimezone then reads them cached.
+    for (let year = range.from; year <= until; year++) {
+      transitionsIn(input.zone, year)
+      yield BREATHE
+    }
+    yield vtimezone(input.zone, range.from, range.to, until)
+  }
+  let spentAtBreath = budget.left
+  let tasksSinceBreath = 0
+  for (const task of input.tasks) {
+    yield vtodo(task, input, stamp, range, budget, rules)
+    if (spentAtBreath - budget.left >= BREATH_UNITS || ++tasksSinceBreath >= BREATH_TASKS) {
+      spentAtBreath = budget.left
+      tasksSinceBreath = 0
+      yield BREATHE
+    }
+  }
+  yield "END:VCALENDAR\r\n"
 }
+
+/** The whole `text/calendar` body at once; linear in the number of tasks. */
+export const renderFeed = (input: FeedInput, rules?: RuleCache): string => [...feedParts(input, rules)].join("")

@@ -1,7 +1,7 @@
 import { Either } from "effect"
 import { HOURLY, parseRule } from "./Recurrence.js"
 import { DAY_MS } from "./RuleCalendar.js"
-import { type Found, search, type Target } from "./RuleExpansion.js"
+import { countBefore, type ExpansionBudget, type Found, search, type Target } from "./RuleExpansion.js"
 import { wallOf } from "./ZoneOffsets.js"
 
 /**
@@ -54,6 +54,27 @@ const run = (input: RecurrenceInput, dtWall: (freq: number) => number, target: (
  */
 export const nextOccurrence = (input: RecurrenceInput, seriesStart: Date, after: Date): Occurrence =>
   run(input, () => seriesWall(seriesStart, input), () => ({ kind: "after", instant: after.getTime() }))
+
+/**
+ * How many occurrences of a series that starts at `seriesStart` lie strictly between it and
+ * `before`, counting no further than `limit`; undefined when the rule is refused or `budget`
+ * runs out. One forward pass, however far `before` lies (see RuleExpansion.countBefore).
+ */
+export const occurrencesBetween = (
+  input: RecurrenceInput,
+  seriesStart: Date,
+  before: Date,
+  limit: number,
+  budget: ExpansionBudget
+): number | undefined => {
+  const parsed = parseRule(input.rule)
+  if (Either.isLeft(parsed)) return undefined
+  const dtWall = seriesWall(seriesStart, input)
+  const upToStart = countBefore(parsed.right, dtWall, input.zone, seriesStart.getTime(), true, Infinity, budget)
+  if (upToStart === undefined) return undefined
+  const beforeEnd = countBefore(parsed.right, dtWall, input.zone, before.getTime(), false, limit + upToStart, budget)
+  return beforeEnd === undefined ? undefined : Math.min(limit, Math.max(0, beforeEnd - upToStart))
+}
 
 /**
  * Where a recurring task goes when its current occurrence is completed or skipped

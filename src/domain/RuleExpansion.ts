@@ -365,3 +365,68 @@ export const search = (rule: ParsedRule, dtWall: number, zone: string, target: T
     p = align(nextUseful(c, abs) - c.abs0)
   }
 }
+
+/** A spendable allowance of expansion units shared by several walks (one calendar feed). */
+export interface ExpansionBudget {
+  left: number
+}
+
+/**
+ * How many occurrences of `rule` (series' first period holding `dtWall`) fall strictly
+ * before `instant` (at or before it when `inclusive`), counting no further than `limit`;
+ * undefined when `budget` runs out first or the rule never matches. One forward pass from
+ * the series start: `search` answers "the next one after X" and a caller stepping through a
+ * series with it would restart that walk on every step. When every period holds the same
+ * number of candidates the periods before the target are counted by arithmetic, so a rule
+ * like FREQ=HOURLY costs a few periods however far the target lies.
+ */
+export const countBefore = (
+  rule: ParsedRule,
+  dtWall: number,
+  zone: string,
+  instant: number,
+  inclusive: boolean,
+  limit: number,
+  budget: ExpansionBudget
+): number | undefined => {
+  const c = compile(rule, dtWall)
+  if (unreachable(c) !== undefined) return undefined
+  const interval = rule.interval
+  // Wall times past which no candidate can fall before `instant` (or within UNTIL).
+  let endWall = wallOf(zone, instant) + MARGIN
+  if (rule.until !== undefined) endWall = Math.min(endWall, rule.untilUtc ? wallOf(zone, rule.until) + MARGIN : rule.until)
+  let count = 0
+  let p = 0
+  const size = uniformSize(c)
+  const jumpWall = endWall - 2 * MARGIN
+  if (size !== undefined && jumpWall > dtWall) {
+    const q = Math.floor((absOf(c, jumpWall) - c.abs0) / interval) * interval
+    if (q > 0) {
+      count = expand(c, c.abs0, budget).filter((w) => w >= dtWall).length + (q / interval - 1) * size
+      if (count >= limit) return limit
+      p = q
+    }
+  }
+  for (;;) {
+    if (budget.left <= 0) return undefined
+    const abs = c.abs0 + p
+    if (yearOfAbs(c, abs) > MAX_YEAR || periodStartWall(c, abs) > endWall) return count
+    const candidates = expand(c, abs, budget)
+    if (budget.left <= 0) return undefined
+    for (const w of candidates) {
+      if (w < dtWall) continue
+      if (w > endWall) return count
+      if (rule.until !== undefined && !rule.untilUtc && w > rule.until) return count
+      // Far enough before both bounds, a candidate counts without converting it to an instant.
+      if (w >= endWall - 2 * MARGIN) {
+        const real = instantOfWall(zone, w)
+        if (rule.until !== undefined && rule.untilUtc && real > rule.until) return count
+        if (inclusive ? real > instant : real >= instant) return count
+      }
+      if (++count >= limit) return limit
+    }
+    p = align(nextUseful(c, abs) - c.abs0, interval)
+  }
+}
+
+const align = (p: number, interval: number) => Math.ceil(p / interval) * interval

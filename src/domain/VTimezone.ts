@@ -45,7 +45,8 @@ export const transitionsIn = (zone: string, year: number): ReadonlyArray<Transit
       before = after
     }
   }
-  if (cache.size >= CACHE_SIZE) cache.clear()
+  // Oldest first, one at a time: the zone-years in use stay.
+  if (cache.size >= CACHE_SIZE) cache.delete(cache.keys().next().value!)
   cache.set(key, out)
   return out
 }

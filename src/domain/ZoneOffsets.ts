@@ -21,6 +21,23 @@ const days = new Map<string, Map<number, DayOffsets>>()
 const MAX_DAYS = 300_000
 let cachedDays = 0
 
+/**
+ * Drops the oldest eighth of every zone's days. Gradual, so the days in use stay warm when a
+ * user cycling through zones fills the cache: clearing it all would make every zone cold at
+ * once, and a cold VTIMEZONE costs ~100 ms of Intl calls. Amortized, a lookup pays O(1).
+ */
+const evictOldest = () => {
+  for (const [zone, zoneDays] of days) {
+    let drop = Math.ceil(zoneDays.size / 8)
+    for (const day of zoneDays.keys()) {
+      if (drop-- <= 0) break
+      zoneDays.delete(day)
+      cachedDays--
+    }
+    if (zoneDays.size === 0) days.delete(zone)
+  }
+}
+
 const formatterFor = (zone: string): Intl.DateTimeFormat => {
   let f = formatters.get(zone)
   if (f === undefined) {
@@ -86,10 +103,7 @@ const dayOffsets = (zone: string, dayIndex: number): DayOffsets => {
     }
     entry = { before, switchAt: start + hi * 1000, after }
   }
-  if (cachedDays >= MAX_DAYS) {
-    for (const other of days.values()) other.clear()
-    cachedDays = 0
-  }
+  if (cachedDays >= MAX_DAYS) evictOldest()
   zoneDays.set(dayIndex, entry)
   cachedDays++
   return entry

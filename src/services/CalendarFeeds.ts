@@ -1,6 +1,6 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
-import { type FeedTask, MAX_FEED_ITEMS, renderFeed } from "../domain/CalendarFeed.js"
+import { BREATHE, feedParts, type FeedTask, MAX_FEED_ITEMS, type RuleCache } from "../domain/CalendarFeed.js"
 import { NotFound, Unauthorized } from "../domain/Errors.js"
 import { generateSecret, sha256 } from "./Credentials.js"
 import { now } from "./ServiceClock.js"
@@ -27,13 +27,41 @@ const fromTuple = (t: FeedTuple): FeedTask => ({
   labels: t[10]
 })
 
+/** Rendered rules kept, least recently used dropped first: a few hundred bytes each. */
+const RULE_CACHE_SIZE = 20_000
+
+const ruleCache = (): RuleCache => {
+  const rules = new Map<string, string>()
+  return {
+    get: (key) => {
+      const rule = rules.get(key)
+      if (rule !== undefined) {
+        rules.delete(key)
+        rules.set(key, rule)
+      }
+      return rule
+    },
+    set: (key, rule) => {
+      rules.set(key, rule)
+      if (rules.size > RULE_CACHE_SIZE) rules.delete(rules.keys().next().value!)
+    }
+  }
+}
+
 /**
- * The calendar feed (issue 14): a per-user secret key, stored as its SHA-256 like API
+ * Lets other requests run: a macrotask turn, so sockets are read and timers fire (Effect's
+ * own yield stays on the microtask queue, which starves I/O).
+ */
+const breathe = Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
+
+/**
+ * The calendar feed: a per-user secret key, stored as its SHA-256 like API
  * tokens, and the `text/calendar` rendering of the key owner's open dated tasks.
  */
 export class CalendarFeeds extends Effect.Service<CalendarFeeds>()("steady/CalendarFeeds", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const rules = ruleCache()
 
     /** A new key; it replaces the user's previous one, which stops working at once. */
     const createKey = (userId: UserId) =>
@@ -78,14 +106,22 @@ export class CalendarFeeds extends Effect.Service<CalendarFeeds>()("steady/Calen
       Effect.gen(function*() {
         const owner = yield* ownerOf(key)
         const tasks = yield* tasksOf(owner.id)
-        return renderFeed({
+        const input = {
           zone: owner.timezone,
           now: yield* now,
           calendarName: `Steady: ${owner.username}`,
           instanceId: yield* instanceId,
           origin,
           tasks
-        })
+        }
+        // Rendered in bounded stretches (see feedParts) so a feed with costly rules or a cold
+        // time zone never holds the event loop for the other requests.
+        const parts: Array<string> = []
+        for (const part of feedParts(input, rules)) {
+          if (part === BREATHE) yield* breathe
+          else parts.push(part)
+        }
+        return parts.join("")
       }).pipe(Effect.withSpan("CalendarFeeds.feed"))
 
     return { createKey, revokeKey, feed } as const

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
 import ICAL from "ical.js"
-import { feedRule, type FeedTask, icalPriority, renderFeed } from "../../src/domain/CalendarFeed.js"
+import { feedRule as feedRuleOf, type FeedTask, icalPriority, renderFeed } from "../../src/domain/CalendarFeed.js"
 import { escapeText, foldLine, unescapeText, unfold, utcOffset } from "../../src/domain/ICalendar.js"
 import { transitionsIn, vtimezone } from "../../src/domain/VTimezone.js"
 import { offsetAt } from "../../src/domain/ZoneOffsets.js"
@@ -129,6 +129,7 @@ describe("the feed's fields", () => {
 
   it("writes the stored rule with a local UNTIL in UTC, COUNT from the current occurrence, the anchor when snoozed", () => {
     const budget = () => ({ left: 1000 })
+    const feedRule = (...args: Parameters<typeof feedRuleOf>) => feedRuleOf(...args).rule
     const ny = "America/New_York"
     // UNTIL 2027-01-01 09:00 New York time is 14:00 UTC.
     const until = task({ rrule: "RRULE:FREQ=DAILY;UNTIL=20270101T090000", anchor_time: "09:00" })
