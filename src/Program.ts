@@ -2,6 +2,7 @@ import { Layer } from "effect"
 import { HttpServerLive, NodeServerLive } from "./http/HttpLive.js"
 import { AppConfig } from "./services/AppConfig.js"
 import { DatabaseLive } from "./services/Database.js"
+import { LocalControlLive } from "./services/LocalControl.js"
 import { SchedulerLive } from "./scheduler/SchedulerLive.js"
 import { MigrationsLive } from "./services/Migrations.js"
 import { ServiceClockLive } from "./services/ServiceClock.js"
@@ -16,7 +17,7 @@ export const MigratedDatabaseLive = MigrationsLive.pipe(Layer.provideMerge(Datab
  * HTTP server. Tests build it with their own configuration.
  */
 export const makeServiceLayer = <E>(config: Layer.Layer<AppConfig, E>) =>
-  Layer.merge(HttpServerLive, SchedulerLive).pipe(
+  Layer.mergeAll(HttpServerLive, SchedulerLive, LocalControlLive).pipe(
     Layer.provideMerge(ServicesLive),
     Layer.provideMerge(NodeServerLive),
     Layer.provideMerge(MigratedDatabaseLive),

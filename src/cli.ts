@@ -1,10 +1,10 @@
 import { NodeRuntime } from "@effect/platform-node"
-import { ConfigError, Data, Effect, Layer, Logger, LogLevel } from "effect"
-import { isValidTimeZone } from "./domain/TimeZone.js"
+import { ConfigError, Data, Effect, Layer, Logger, LogLevel, Option } from "effect"
 import { MigratedDatabaseLive } from "./Program.js"
 import { AppConfig, formatConfigError } from "./services/AppConfig.js"
 import { Credentials } from "./services/Credentials.js"
 import { DataDirLocked } from "./services/DataDirLock.js"
+import { askService, ControlError, type IssuedToken, issueToken, listUsers, tokenRequest } from "./services/LocalControl.js"
 import { ServiceClockLive } from "./services/ServiceClock.js"
 import { Users } from "./services/Users.js"
 
@@ -28,29 +28,47 @@ const parseFlags = (args: ReadonlyArray<string>) => {
   return flags
 }
 
-/** Creates the user if needed (Inbox, default slots) and prints the raw token last. */
-const createToken = (flags: Record<string, string>) =>
-  Effect.gen(function*() {
-    const username = flags.user?.trim()
-    if (!username) return yield* Effect.fail(new UsageError({ message: "--user is required" }))
-    if (username.length > 100) return yield* Effect.fail(new UsageError({ message: "--user must be at most 100 characters" }))
-    const config = yield* AppConfig
-    const timezone = flags.timezone ?? config.defaultTimezone
-    if (!isValidTimeZone(timezone)) return yield* Effect.fail(new UsageError({ message: `Unknown time zone "${timezone}"` }))
-    const name = (flags.name ?? "cli").trim()
-    if (name.length === 0 || name.length > 100) return yield* Effect.fail(new UsageError({ message: "--name must be 1-100 characters" }))
-    const users = yield* Users
-    const credentials = yield* Credentials
-    const user = yield* users.findOrCreate(username, timezone)
-    const token = yield* credentials.createToken(user.id, name)
-    console.error(`Created token "${token.name}" (id ${token.id}) for user ${user.username} (id ${user.id})`)
-    console.log(token.token)
-  })
+const printToken = (token: IssuedToken) => {
+  console.error(`Created token "${token.name}" (id ${token.id}) for user ${token.username} (id ${token.userId})`)
+  console.log(token.token)
+}
 
-const listUsers = Effect.gen(function*() {
-  const users = yield* Users
-  for (const user of yield* users.list) console.log(`${user.id}\t${user.username}\t${user.timezone}\t${user.created_at}`)
-})
+/** Creates the user if needed (Inbox, default slots) and prints the raw token last. */
+const createToken = (flags: Record<string, string>) => Effect.map(issueToken(flags), printToken)
+
+const printUsers = (users: ReadonlyArray<{ id: number; username: string; timezone: string; created_at: string }>) => {
+  for (const user of users) console.log(`${user.id}\t${user.username}\t${user.timezone}\t${user.created_at}`)
+}
+
+const listUsersCommand = Effect.map(listUsers, printUsers)
+
+/**
+ * While a server holds the embedded database, the same commands go to it over its local
+ * socket (LocalControl); what it answers is printed as if run here.
+ */
+const viaRunningService = (locked: DataDirLocked) =>
+  Effect.gen(function*() {
+    const config = yield* AppConfig
+    if (Option.isSome(config.databaseUrl)) return yield* Effect.fail(locked)
+    const flags = yield* Effect.try({ try: () => parseFlags(rest), catch: (e) => e as UsageError })
+    switch (command) {
+      case "create-token": {
+        yield* tokenRequest(flags, config.defaultTimezone)
+        const answer = yield* askService(config.dataDir, { command: "create-token", user: flags.user!, name: flags.name, timezone: flags.timezone })
+        return printToken(answer as IssuedToken)
+      }
+      case "list-users":
+        return printUsers((yield* askService(config.dataDir, { command: "list-users" })) as Parameters<typeof printUsers>[0])
+      case "migrate":
+        // The running service migrated the database when it started.
+        return yield* Effect.sync(() => console.error("Migrations are up to date (applied by the running service)"))
+      default:
+        return yield* Effect.fail(locked)
+    }
+  }).pipe(
+    Effect.catchIf((e): e is ControlError => e instanceof ControlError && e.message.startsWith("no running service"), () => Effect.fail(locked)),
+    Effect.provide(AppConfig.Live)
+  )
 
 const [command, ...rest] = process.argv.slice(2)
 
@@ -62,7 +80,7 @@ const program = Effect.gen(function*() {
     case "migrate":
       return yield* Effect.sync(() => console.error("Migrations are up to date"))
     case "list-users":
-      return yield* listUsers
+      return yield* listUsersCommand
     default:
       return yield* Effect.fail(new UsageError({ message: command ? `Unknown command "${command}"` : "A command is required" }))
   }
@@ -82,6 +100,8 @@ const fail = (message: string) =>
 
 program.pipe(
   Effect.provide(CliLive),
+  Effect.catchIf((e): e is DataDirLocked => e instanceof DataDirLocked, viaRunningService),
+  Effect.catchIf((e): e is ControlError => e instanceof ControlError, (e) => fail(e.message.startsWith("--") ? `${e.message}\n\n${USAGE}` : e.message)),
   Effect.catchIf((e): e is UsageError => e instanceof UsageError, (e) => fail(`${e.message}\n\n${USAGE}`)),
   Effect.catchIf(ConfigError.isConfigError, (e) => fail(formatConfigError(e).map((l) => `Invalid configuration: ${l}`).join("\n"))),
   Effect.catchIf((e): e is DataDirLocked => e instanceof DataDirLocked, (e) => fail(e.message)),

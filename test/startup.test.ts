@@ -307,12 +307,13 @@ describe("configuration parsing", () => {
       host: "127.0.0.1",
       dataDir: "./data",
       defaultTimezone: "UTC",
-      webhookAllowPrivate: true,
+      webhookAllowPrivate: false,
       aiProvider: "off",
       logLevel: "info"
     })
     expect(result.right.databaseUrl._tag).toBe("None")
     expect(result.right.proxyAuthHeader._tag).toBe("None")
+    expect(result.right.proxyTrustedIpsSet).toBe(false)
     expect(result.right.serviceNow._tag).toBe("None")
     expect(result.right.proxyTrustedIps).toEqual([
       { address: "127.0.0.1", prefix: 8, family: "ipv4" },
@@ -322,7 +323,7 @@ describe("configuration parsing", () => {
 })
 
 describe("the embedded data directory", () => {
-  it("the CLI creates a user and token; a second process on the same DATA_DIR is refused while a server runs", async () => {
+  it("the CLI creates a user and token; while a server runs, a second server is refused and the CLI asks the server", async () => {
     const dir = tempDir()
     dirs.push(dir)
     const env = { DATA_DIR: dir }
@@ -370,11 +371,24 @@ describe("the embedded data directory", () => {
       expect(refusal).not.toMatch(/\n\s+at /)
       expect(second.stdout).not.toContain("Listening")
 
-      // So is the CLI, and it prints no token.
-      const refused = await runToEnd("src/cli.ts", ["create-token", "--user", "dave"], env)
-      expect(refused.code).not.toBe(0)
-      expect(refused.stdout).not.toMatch(/[0-9a-f]{64}/)
-      expect(ownLines(refused.stderr).join("\n")).toContain("in use by another Steady process")
+      // The CLI cannot open the directory either: it asks the running server over its local
+      // socket (only the directory's owner can open it), and the token it prints works.
+      const socket = Fs.statSync(Path.join(dir, "steady.sock"))
+      expect(socket.isSocket()).toBe(true)
+      expect(socket.mode & 0o777).toBe(0o600)
+      const viaServer = await runToEnd("src/cli.ts", ["create-token", "--user", "dave", "--timezone", "Europe/Berlin"], env)
+      expect(viaServer.code, viaServer.stderr).toBe(0)
+      const daveToken = lastLine(viaServer.stdout)
+      expect(daveToken).toMatch(TOKEN_LINE)
+      expect((await server.client(daveToken).get("/api/auth/me")).body.data).toMatchObject({ username: "dave", timezone: "Europe/Berlin" })
+      const listed = await runToEnd("src/cli.ts", ["list-users"], env)
+      expect(listed.code, listed.stderr).toBe(0)
+      expect(listed.stdout.split("\n").filter((l) => l !== "").map((l) => l.split("\t")[1])).toEqual(["carol", "dave"])
+      // Its failures still fail: a bad zone is refused before asking, an empty name by the server.
+      const badZone = await runToEnd("src/cli.ts", ["create-token", "--user", "erin", "--timezone", "Mars/Base"], env)
+      expect(badZone.code).not.toBe(0)
+      expect(badZone.stdout).not.toMatch(/[0-9a-f]{64}/)
+      expect(ownLines(badZone.stderr).join("\n")).toContain('Unknown time zone "Mars/Base"')
 
       // The first server is unharmed.
       const health = await server.client().get("/api/health")
@@ -384,7 +398,8 @@ describe("the embedded data directory", () => {
       stopped = await server.proc.stop()
     }
 
-    // A clean shutdown releases the directory; the CLI works again and finds the same user.
+    // A clean shutdown releases the directory and removes the socket; the CLI works again and finds the same user.
+    expect(Fs.existsSync(Path.join(dir, "steady.sock"))).toBe(false)
     expect(Fs.existsSync(Path.join(dir, "steady.lock")), `exit ${stopped}\n${server.proc.stderr()}\n${server.proc.stdout().slice(-2000)}`)
       .toBe(false)
     const again = await runToEnd("src/cli.ts", ["create-token", "--user", "CAROL", "--name", "second"], env)
@@ -395,8 +410,8 @@ describe("the embedded data directory", () => {
     const check = new PGlite(dir)
     try {
       await check.waitReady
-      expect((await check.query<any>("SELECT count(*)::int AS n FROM users")).rows[0].n).toBe(1)
-      expect((await check.query<any>("SELECT name FROM api_tokens ORDER BY id")).rows.map((r: any) => r.name)).toEqual(["cli", "second"])
+      expect((await check.query<any>("SELECT count(*)::int AS n FROM users")).rows[0].n).toBe(2)
+      expect((await check.query<any>("SELECT name FROM api_tokens ORDER BY id")).rows.map((r: any) => r.name)).toEqual(["cli", "cli", "second"])
     } finally {
       await check.close()
     }
