@@ -47,7 +47,7 @@ describe("webhook registrations (spec §4.8)", () => {
     const res = await alice.api.post("/api/webhooks", { url: receiver.url("/a"), events: ["task.created", "task.completed"] })
     expect(res.status, res.text).toBe(201)
     const hook = res.body.data
-    expect(Object.keys(hook).sort()).toEqual([...WEBHOOK_FIELDS, "secret"].sort())
+    expect(Object.keys(hook).sort()).toEqual([...WEBHOOK_FIELDS, "secret", "standard_secret"].sort())
     expect(hook).toMatchObject({
       user_id: alice.id,
       url: receiver.url("/a"),
@@ -56,6 +56,8 @@ describe("webhook registrations (spec §4.8)", () => {
     })
     expect(hook.id).toEqual(expect.any(Number))
     expect(hook.secret).toMatch(/^[0-9a-f]{64}$/)
+    // The same key for Standard Webhooks libraries: whsec_ + base64 of the secret's UTF-8 bytes.
+    expect(hook.standard_secret).toBe(`whsec_${Buffer.from(hook.secret as string, "utf8").toString("base64")}`)
     expect(hook.created_at).toMatch(ISO_MS_Z)
     expect(hook.updated_at).toBe(hook.created_at)
 
@@ -68,9 +70,10 @@ describe("webhook registrations (spec §4.8)", () => {
     expect(list.status).toBe(200)
     expect(Object.keys(list.body.data)).toEqual(["webhooks"])
     const listed = (list.body.data.webhooks as Array<Record<string, unknown>>).find((w) => w.id === hook.id)
-    expect(listed).toEqual(omit(hook, "secret"))
+    expect(listed).toEqual(omit(hook, "secret", "standard_secret"))
     for (const w of list.body.data.webhooks) expect(Object.keys(w).sort()).toEqual([...WEBHOOK_FIELDS].sort())
     expect(list.text).not.toContain(hook.secret)
+    expect(list.text).not.toContain("whsec_")
     expect(list.text).not.toContain(second.body.data.secret)
   })
 
@@ -79,7 +82,7 @@ describe("webhook registrations (spec §4.8)", () => {
     expect((await carol.api.get("/api/webhooks")).body).toEqual({ data: { webhooks: [] } })
     const mine = await createWebhook(carol.api, receiver.url("/carol"), ["task.deleted"])
     const list = (await carol.api.get("/api/webhooks")).body.data.webhooks
-    expect(list).toEqual([omit(mine, "secret")])
+    expect(list).toEqual([omit(mine, "secret", "standard_secret")])
     const others = (await bob.api.get("/api/webhooks")).body.data.webhooks as Array<{ id: number }>
     expect(others.map((w) => w.id)).not.toContain(mine.id)
   })
@@ -140,7 +143,7 @@ describe("webhook registrations (spec §4.8)", () => {
     }
     const listed = ((await alice.api.get("/api/webhooks")).body.data.webhooks as Array<Record<string, unknown>>)
       .find((w) => w.id === hook.id)
-    expect(listed).toEqual(omit(hook, "secret"))
+    expect(listed).toEqual(omit(hook, "secret", "standard_secret"))
     // A webhook id that does not exist at all answers the same.
     expect((await bob.api.get("/api/webhooks/999999/deliveries")).status).toBe(404)
     expect((await bob.api.patch("/api/webhooks/999999", { active: false })).status).toBe(404)
@@ -214,7 +217,7 @@ describe("webhook registrations (spec §4.8)", () => {
     }
     const listed = ((await alice.api.get("/api/webhooks")).body.data.webhooks as Array<Record<string, unknown>>)
       .find((w) => w.id === hook.id)
-    expect(listed).toEqual(omit(hook, "secret"))
+    expect(listed).toEqual(omit(hook, "secret", "standard_secret"))
 
     for (const path of ["/api/webhooks/abc", "/api/webhooks/1.5", "/api/webhooks/-1", "/api/webhooks/99999999999"]) {
       expect((await alice.api.patch(path, { active: false })).status, path).toBe(400)

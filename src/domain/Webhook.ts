@@ -13,7 +13,18 @@ export const Webhook = Schema.Struct({
   updated_at: Timestamp
 }).annotations({ identifier: "Webhook" })
 
-export const WebhookWithSecret = Schema.extend(Webhook, Schema.Struct({ secret: Schema.String }))
+/**
+ * The create answer: the secret (its UTF-8 bytes are the HMAC key of both signatures), and
+ * the same key in the Standard Webhooks form (`whsec_` + base64 of those bytes), which the
+ * Standard Webhooks libraries take as it is to verify `webhook-signature`. Both shown once.
+ */
+export const WebhookWithSecret = Schema.extend(
+  Webhook,
+  Schema.Struct({ secret: Schema.String, standard_secret: Schema.String })
+)
+
+/** The Standard Webhooks spelling of a secret: `whsec_` + base64 of its UTF-8 bytes. */
+export const standardSecret = (secret: string) => `whsec_${Buffer.from(secret, "utf8").toString("base64")}`
 
 /** http or https, a host, no credentials in the URL, at most 2000 characters. */
 export const WebhookUrl = StoredString.pipe(

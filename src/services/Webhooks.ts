@@ -2,6 +2,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import * as Net from "node:net"
 import { Conflict, NotFound, ValidationError } from "../domain/Errors.js"
+import { standardSecret } from "../domain/Webhook.js"
 import { AppConfig } from "./AppConfig.js"
 import { generateSecret } from "./Credentials.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
@@ -49,7 +50,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("steady/Webhooks", {
           }
           return yield* insertWebhook(sql, { userId: user.id, url, events: [...new Set(events)], secret, at })
         }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
-        return { ...(yield* read(user, id)), secret }
+        return { ...(yield* read(user, id)), secret, standard_secret: standardSecret(secret) }
       })
 
     const list = (user: CurrentUserShape) =>
