@@ -1,6 +1,9 @@
-import { Option } from "effect"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import * as SqlClient from "@effect/sql/SqlClient"
+import { Effect, Option } from "effect"
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { rollForwardMissedReminders } from "../src/scheduler/ReminderRollForward.js"
+import { MISSED_REMINDERS_PAGE, missedReminders } from "../src/services/TaskRolloverSql.js"
+import { type FrozenClock, freezeServiceClock } from "./support/frozen-clock.js"
 import { dailyStats, outboxEvents, query, snapshot, undoEntries } from "./support/rows.js"
 import { startService, type TestService, type TestUser } from "./support/service.js"
 import { createTask, expectServiceTime } from "./support/tasks.js"
@@ -86,18 +89,30 @@ describe("reminders: roll-forward of missed ones, considered on completion", () 
     expect(await snapshot(service)).toEqual(before)
   })
 
-  it("a reminder whose series has ended stays where it is", async () => {
+  it("creating a reminder whose series has already ended is refused with 400 on rrule, and nothing is written", async () => {
     const user = await newYorker()
-    const ended = await createTask(user.api, {
-      title: "Course reminder",
-      is_reminder: true,
-      due_at: "2026-03-07T14:00:00Z",
-      rrule: "FREQ=DAILY;UNTIL=20260309T000000Z"
-    })
     const before = await snapshot(service)
-    await rollForward()
-    expect(await read(user, ended.id)).toEqual(ended)
+    // 09:00 EST on Saturday 7 March: each series' last occurrence is before now (11:00 EDT on the 10th).
+    for (const rrule of ["FREQ=DAILY;COUNT=1", "FREQ=DAILY;COUNT=3", "FREQ=DAILY;UNTIL=20260309T000000Z", "FREQ=WEEKLY;UNTIL=20260310T000000Z"]) {
+      const res = await user.api.post("/api/tasks", { title: "Over already", is_reminder: true, due_at: "2026-03-07T14:00:00Z", rrule })
+      expect(res.status, rrule).toBe(400)
+      expect(res.body).toEqual({
+        error: "rrule has no occurrence left: the reminder's series has already ended",
+        code: "VALIDATION_ERROR",
+        details: { rrule: "rrule has no occurrence left: the reminder's series has already ended" }
+      })
+    }
     expect(await snapshot(service)).toEqual(before)
+
+    // An occurrence left after now: a missed reminder the sweep rolls forward (to the 11th, the 5th occurrence).
+    const missed = await createTask(user.api, { title: "Five days", is_reminder: true, due_at: "2026-03-07T14:00:00Z", rrule: "FREQ=DAILY;COUNT=5" })
+    // Its only occurrence still ahead.
+    await createTask(user.api, { title: "Once", is_reminder: true, due_at: "2026-03-10T20:00:00Z", rrule: "FREQ=DAILY;COUNT=1" })
+    // An ordinary recurring task may still start overdue: it waits to be completed.
+    const task = await createTask(user.api, { title: "Overdue once", due_at: "2026-03-07T14:00:00Z", rrule: "FREQ=DAILY;COUNT=1" })
+    expect(task).toMatchObject({ due_at: "2026-03-07T14:00:00.000Z", is_recurring: true })
+    await rollForward()
+    expect((await read(user, missed.id)).due_at).toBe("2026-03-11T13:00:00.000Z")
   })
 
   it("completing a recurring reminder marks it considered and records a reminder completion", async () => {
@@ -161,5 +176,154 @@ describe("reminders: roll-forward of missed ones, considered on completion", () 
     const group = today.groups.find((g: any) => g.reminders.some((r: any) => r.id === reminder.id))
     expect(group).toBeDefined()
     expect(group.considered).toBe(0)
+  })
+})
+
+/**
+ * A reminder the sweep cannot roll (its series ended, or its stored rule is refused) is
+ * closed, so however many of them one user has, the sweep goes on to everyone else's. The
+ * service clock is frozen and stepped: these reminders are created while their series still
+ * run (creating an ended one is a 400) and found ended once the clock has moved past them.
+ */
+describe("reminders: roll-forward past reminders it cannot roll, fairly between users", () => {
+  let service: TestService
+  let clock: FrozenClock | undefined
+  let counter = 0
+  const newUser = (): Promise<TestUser> => service.user(`stuck${++counter}`)
+  const rollForward = () => service.run(rollForwardMissedReminders)
+  const dueDates = async (ids: ReadonlyArray<number>) =>
+    (await query<{ id: number; due_at: string }>(service, (sql) =>
+      sql`SELECT id, steady_iso(due_at) AS due_at FROM tasks WHERE id IN ${sql.in(ids)} ORDER BY id`)).map((r) => r.due_at)
+  const stopped = async (ids: ReadonlyArray<number>) =>
+    (await query<{ n: number }>(service, (sql) =>
+      sql`SELECT count(*)::int AS n FROM tasks WHERE id IN ${sql.in(ids)} AND roll_stopped_at IS NOT NULL`))[0]!.n
+  /** Every candidate the sweep would read at `at`, page by page. */
+  const candidates = async (at: Date) => {
+    const ids: Array<number> = []
+    for (let after = 0; ;) {
+      const page = await service.run(Effect.flatMap(SqlClient.SqlClient, (sql) => missedReminders(sql, at, after)))
+      ids.push(...page.map((r) => r.id))
+      if (page.length < MISSED_REMINDERS_PAGE) return ids
+      after = page.at(-1)!.id
+    }
+  }
+  /** Creates `count` tasks, a few requests at a time; `body(i)` for the i-th. */
+  const createMany = async (api: TestUser["api"], count: number, body: (i: number) => Record<string, unknown>) => {
+    const out: Array<Record<string, any>> = []
+    for (let i = 0; i < count; i += 8) {
+      const batch = Array.from({ length: Math.min(8, count - i) }, (_, j) => createTask(api, body(i + j)))
+      out.push(...await Promise.all(batch))
+    }
+    return out
+  }
+
+  beforeAll(async () => {
+    service = await startService({ serviceNow: Option.some(new Date("2026-10-31T12:00:00Z")) })
+  })
+  afterEach(() => {
+    clock?.restore()
+    clock = undefined
+  })
+  afterAll(async () => {
+    await service.stop()
+  })
+
+  it("one user's backlog of missed reminders gets at most 100 rolls a sweep; another user's rolls in the same sweep", async () => {
+    clock = freezeServiceClock(service)
+    await clock.set(new Date("2026-12-01T06:00:00Z"))
+    const busy = await newUser()
+    const other = await newUser()
+    const many = await createMany(busy.api, 150, () => ({ title: "Check", is_reminder: true, due_at: "2026-12-01T09:00:00Z", rrule: "FREQ=DAILY" }))
+    const mine = await createTask(other.api, { title: "Stretch", is_reminder: true, due_at: "2026-12-01T09:00:00Z", rrule: "FREQ=DAILY" })
+    const manyIds = many.map((t) => t.id as number)
+
+    await clock.set(new Date("2026-12-01T12:00:00Z"))
+    // First in this database: nobody else's reminder is missed. (The background sweep may take
+    // a turn as well, which only lowers what this one moves.)
+    const first = await rollForward()
+    expect(first).toBeLessThanOrEqual(101)
+    expect((await dueDates([mine.id]))).toEqual(["2026-12-02T09:00:00.000Z"])
+    const rolledAfterFirst = (await dueDates(manyIds)).filter((d) => d === "2026-12-02T09:00:00.000Z").length
+    expect(rolledAfterFirst).toBeGreaterThanOrEqual(100)
+    await rollForward()
+    expect(new Set(await dueDates(manyIds))).toEqual(new Set(["2026-12-02T09:00:00.000Z"]))
+  }, 120_000)
+
+  it("1,000 ended or refused reminders of one user do not hold back another user's missed reminder, at this sweep or the next", async () => {
+    clock = freezeServiceClock(service)
+    await clock.set(new Date("2026-10-31T12:00:00Z"))
+    const alice = await newUser()
+    const bob = await newUser()
+    // Each has a single occurrence or a few left, all by 10 November.
+    const stuck = await createMany(alice.api, 1000, (i) => ({
+      title: "stuck",
+      is_reminder: true,
+      due_at: "2026-11-01T09:00:00Z",
+      rrule: i % 2 === 0 ? "FREQ=DAILY;COUNT=1" : "FREQ=DAILY;UNTIL=20261110T000000Z"
+    }))
+    // Rules stored before today's validation, which the expander refuses.
+    const refused = stuck.slice(0, 20).map((t) => t.id as number)
+    await query(service, (sql) =>
+      sql`UPDATE tasks SET rrule = 'FREQ=DAILY;BYMONTH=2;BYMONTHDAY=30' WHERE id IN ${sql.in(refused)} RETURNING id`)
+    // Created last: the highest id, behind all of them.
+    const daily = await createTask(bob.api, { title: "Vitamins", is_reminder: true, due_at: "2026-11-01T09:00:00Z", rrule: "FREQ=DAILY" })
+    const stuckIds = stuck.map((t) => t.id as number)
+    // A few of them as the wire shows them, from both ends.
+    const sample = async () =>
+      Promise.all(stuck.slice(0, 3).concat(stuck.slice(-3)).map(async (t) => (await alice.api.get(`/api/tasks/${t.id}`)).body.data))
+    const stuckBefore = await sample()
+
+    await clock.set(new Date("2026-11-12T12:00:00Z"))
+    await rollForward()
+    expect((await bob.api.get(`/api/tasks/${daily.id}`)).body.data.due_at).toBe("2026-11-13T09:00:00.000Z")
+    // Closed, not moved: each keeps its rule and its last occurrence, as the user sees it.
+    expect(await stopped(stuckIds)).toBe(1000)
+    expect(new Set(await dueDates(stuckIds))).toEqual(new Set(["2026-11-01T09:00:00.000Z"]))
+    expect(await sample()).toEqual(stuckBefore)
+
+    // The next sweep reads none of them and rolls Bob's again.
+    await clock.set(new Date("2026-11-13T12:00:00Z"))
+    expect((await candidates(new Date("2026-11-13T12:00:00Z"))).filter((id) => stuckIds.includes(id))).toEqual([])
+    await rollForward()
+    expect((await bob.api.get(`/api/tasks/${daily.id}`)).body.data.due_at).toBe("2026-11-14T09:00:00.000Z")
+  }, 180_000)
+
+  it("an ended reminder is closed once and not read again; a new rule hands it back to the sweep", async () => {
+    clock = freezeServiceClock(service)
+    await clock.set(new Date("2026-11-20T12:00:00Z"))
+    const user = await newUser()
+    const ending = await createTask(user.api, {
+      title: "Course",
+      is_reminder: true,
+      due_at: "2026-11-21T09:00:00Z",
+      rrule: "FREQ=DAILY;UNTIL=20261123T000000Z"
+    })
+    await clock.set(new Date("2026-11-22T08:00:00Z"))
+    await rollForward()
+    const last = (await user.api.get(`/api/tasks/${ending.id}`)).body.data
+    expect(last.due_at).toBe("2026-11-22T09:00:00.000Z")
+    // 23 November: the 22nd was its last occurrence.
+    await clock.set(new Date("2026-11-23T12:00:00Z"))
+    await rollForward()
+    expect(await stopped([ending.id])).toBe(1)
+    expect((await user.api.get(`/api/tasks/${ending.id}`)).body.data).toEqual(last)
+    // Still among the day's reminders, like a missed one-off, until completed.
+    const today = (await user.api.get("/api/reminders")).body.data
+    expect(today.groups.flatMap((g: any) => g.reminders.map((r: any) => r.id))).toContain(ending.id)
+
+    // Not a candidate of later sweeps, and those sweeps write nothing to it.
+    await clock.set(new Date("2026-11-24T12:00:00Z"))
+    expect(await candidates(new Date("2026-11-24T12:00:00Z"))).not.toContain(ending.id)
+    const row = () => query(service, (sql) => sql`SELECT to_jsonb(t) AS row FROM tasks t WHERE id = ${ending.id}`)
+    const before = { row: await row(), undo: await undoEntries(service, user.id), events: await outboxEvents(service, user.id) }
+    await rollForward()
+    expect({ row: await row(), undo: await undoEntries(service, user.id), events: await outboxEvents(service, user.id) }).toEqual(before)
+
+    // The user extends the series: the sweep takes it up again and rolls it.
+    const patched = await user.api.patch(`/api/tasks/${ending.id}`, { rrule: "FREQ=DAILY;UNTIL=20261201T000000Z" })
+    expect(patched.status).toBe(200)
+    expect(await stopped([ending.id])).toBe(0)
+    await rollForward()
+    expect((await user.api.get(`/api/tasks/${ending.id}`)).body.data.due_at).toBe("2026-11-25T09:00:00.000Z")
   })
 })

@@ -77,6 +77,11 @@ export const TaskRow = Schema.Struct({
   enrichment_status: Schema.NullOr(Schema.Literal("pending", "done", "failed")),
   /** The enrichable fields as the request saw them (migration 0023); free-form JSON. */
   enrichment_baseline: Schema.NullOr(Json),
+  /**
+   * When the missed-reminder sweep found nothing to roll this recurring reminder to (its
+   * series ended or its rule is refused; migration 0031); null while it rolls. Internal.
+   */
+  roll_stopped_at: NullableInstant,
   created_at: RowInstant,
   updated_at: RowInstant
 })

@@ -2,7 +2,7 @@ import { Either } from "effect"
 import { ValidationError } from "./Errors.js"
 import type { TaskRow, Writes } from "./Rows.js"
 import { localParts, localTimeOfDay } from "./LocalTime.js"
-import { firstOccurrenceAt } from "./Occurrences.js"
+import { firstOccurrenceAt, nextOccurrence } from "./Occurrences.js"
 import { isBarePeriodRule, parseRule } from "./Recurrence.js"
 import type { TaskCreate, TaskPatch } from "./Task.js"
 import type { ProjectId, UserId } from "./Ids.js"
@@ -118,6 +118,31 @@ export const firstDue = (
 }
 
 /**
+ * A new recurring reminder must have an occurrence at or after `now`. The sweep rolls a missed
+ * one forward to its next occurrence after now (spec §3, quota reminders 6); a series with none
+ * left (`FREQ=DAILY;COUNT=1` due yesterday, an UNTIL already passed) would be a reminder that
+ * is over before it starts, so it is refused instead of stored. Ordinary recurring tasks may
+ * start overdue: they wait to be completed.
+ */
+export const checkReminderSeries = (
+  view: RuleView,
+  first: FirstDue,
+  zone: string,
+  now: Date
+): Either.Either<void, ValidationError> => {
+  if (!view.is_reminder || view.rrule === null || isQuota(view) || first.due_at === null) return Either.void
+  const start = new Date(first.due_at)
+  if (start.getTime() >= now.getTime()) return Either.void
+  const anchorTime = first.anchor_time ?? localTimeOfDay(start, zone)
+  const next = nextOccurrence({ rule: view.rrule, zone, anchorTime }, start, now)
+  if (Either.isLeft(next)) return Either.left(ValidationError.field("rrule", `rrule ${next.left}`))
+  if (next.right === undefined) {
+    return Either.left(ValidationError.field("rrule", "rrule has no occurrence left: the reminder's series has already ended"))
+  }
+  return Either.void
+}
+
+/**
  * A recurring task's first due date; with `anchor_time` when the rule chose it: the wall
  * time the series keeps, which differs from the due date's clock reading when a DST gap
  * moved that first occurrence (Lord Howe's 02:00 shown as 02:30).
@@ -153,7 +178,9 @@ export const newTaskRow = (
         ruleTouched: true,
         dateTouched: true
       }),
-      (checked) => Either.map(firstDue(checked, context.zone, context.now), (first) => ({ ...checked, first }))
+      (checked) =>
+        Either.flatMap(firstDue(checked, context.zone, context.now), (first) =>
+          Either.map(checkReminderSeries(checked, first, context.zone, context.now), () => ({ ...checked, first })))
     ),
     ({ first, ...checked }) => {
       const title = input.title.trim()

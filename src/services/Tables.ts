@@ -112,6 +112,7 @@ const taskColumns: ColumnsOf<TaskRow> = {
   enrichment_requested_at: "ts",
   enrichment_status: "text",
   enrichment_baseline: "json",
+  roll_stopped_at: "ts",
   created_at: "ts",
   updated_at: "ts"
 }

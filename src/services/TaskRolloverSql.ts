@@ -117,16 +117,48 @@ export interface MissedReminder {
   readonly series_start_at: string | null
 }
 
+/** Candidates one page of the missed-reminder sweep reads. */
+export const MISSED_REMINDERS_PAGE = 1000
+
 /**
- * Up to 1,000 open recurring reminders whose time has passed, of every user: read from the
- * partial index of open recurring reminders (migration 0019), so the minutely sweep reads
- * those few rows, not every task (it was a scan of the whole table, ~2 s at a million tasks).
+ * Up to `size` open recurring reminders whose time has passed, of every user, after id
+ * `after`, by id: the sweep pages through them with that cursor, so whatever sits at the front
+ * cannot hold back what comes after it. Reminders the sweep has stopped (`roll_stopped_at`,
+ * migration 0031) are not among them, nor those of `skipUsers` (who had their share of this
+ * sweep). Read from the partial index of reminders to roll, in id order, `due_at` checked on
+ * its entries: the page reads those few rows, not the table.
  */
-export const missedReminders = (sql: SqlClient.SqlClient, now: Date) =>
+export const missedReminders = (
+  sql: SqlClient.SqlClient,
+  now: Date,
+  after = 0,
+  size = MISSED_REMINDERS_PAGE,
+  skipUsers: ReadonlyArray<UserId> = []
+) =>
   sql<MissedReminder>`
     SELECT t.id, t.user_id, u.username, u.timezone, t.rrule, t.anchor_time, steady_iso(t.due_at) AS due_at,
            steady_iso(t.series_start_at) AS series_start_at
     FROM tasks t JOIN users u ON u.id = t.user_id
-    WHERE t.is_reminder AND t.rrule IS NOT NULL AND ${isNotQuota(sql)} AND ${isOpen(sql)}
-      AND t.due_at < ${now.toISOString()}::timestamptz
-    ORDER BY t.id LIMIT 1000`
+    WHERE t.is_reminder AND t.rrule IS NOT NULL AND ${isNotQuota(sql)} AND ${isOpen(sql)} AND t.roll_stopped_at IS NULL
+      AND t.id > ${after} AND t.due_at < ${now.toISOString()}::timestamptz
+      ${skipUsers.length === 0 ? sql`` : sql`AND t.user_id NOT IN ${sql.in(skipUsers)}`}
+    ORDER BY t.id LIMIT ${size}`
+
+/**
+ * Stops rolling the given reminders as of `at`: each is left out of the sweep from now on. A
+ * reminder whose rule, due date, series start or anchor no longer reads as the sweep saw it
+ * (the user changed it meanwhile; compared as the sweep read them, timestamps in steady_iso
+ * text) is left alone, so the next sweep judges the new schedule.
+ * No `updated_at`, no change feed entry: nothing a client sees changes.
+ */
+export const stopRolling = (sql: SqlClient.SqlClient, at: Date, seen: ReadonlyArray<MissedReminder>) => {
+  const schedules = seen.map(({ anchor_time, due_at, id, rrule, series_start_at }) => ({ id, rrule, anchor_time, due_at, series_start_at }))
+  return sql`
+    UPDATE tasks t SET roll_stopped_at = ${at.toISOString()}::timestamptz
+    FROM jsonb_to_recordset(${JSON.stringify(schedules)}::jsonb)
+      AS x(id int, rrule text, anchor_time text, due_at text, series_start_at text)
+    WHERE t.id = x.id AND t.rrule = x.rrule AND steady_iso(t.due_at) = x.due_at
+      AND t.anchor_time IS NOT DISTINCT FROM x.anchor_time
+      AND steady_iso(t.series_start_at) IS NOT DISTINCT FROM x.series_start_at
+      AND t.roll_stopped_at IS NULL`
+}

@@ -367,6 +367,21 @@ describe("newTaskRow", () => {
       .toContain("A quota's rule names its period")
   })
 
+  it("refuses a reminder whose series has no occurrence left at or after now, but not an ordinary task", () => {
+    const ended = "rrule has no occurrence left: the reminder's series has already ended"
+    const yesterday = new Date(NOW.getTime() - 86_400_000)
+    for (const rrule of ["FREQ=DAILY;COUNT=1", `FREQ=DAILY;UNTIL=${NOW.toISOString().slice(0, 10).replace(/-/g, "")}T000000Z`]) {
+      expect(refusal(newTaskRow({ title: "r", is_reminder: true, rrule, due_at: yesterday }, CTX), "rrule"), rrule).toBe(ended)
+      // The same series as an ordinary task starts overdue.
+      expect(right(newTaskRow({ title: "t", rrule, due_at: yesterday }, CTX)).due_at).toBe(yesterday.toISOString())
+    }
+    // An occurrence left: the reminder is missed, not over; its only one still ahead; no due date.
+    expect(right(newTaskRow({ title: "r", is_reminder: true, rrule: "FREQ=DAILY;COUNT=3", due_at: yesterday }, CTX)).rrule).toBe("FREQ=DAILY;COUNT=3")
+    const ahead = new Date(NOW.getTime() + 60_000)
+    expect(right(newTaskRow({ title: "r", is_reminder: true, rrule: "FREQ=DAILY;COUNT=1", due_at: ahead }, CTX)).due_at).toBe(ahead.toISOString())
+    expect(right(newTaskRow({ title: "r", is_reminder: true, rrule: "FREQ=DAILY;COUNT=1;BYHOUR=9;BYMINUTE=0" }, CTX)).due_at).not.toBeNull()
+  })
+
   it("refuses a bare period on a task without a due date, but not with one", () => {
     expect(refusal(newTaskRow({ title: "t", rrule: "FREQ=DAILY" }, CTX), "rrule")).toContain("valid only on a quota")
     expect(right(newTaskRow({ title: "t", rrule: "FREQ=DAILY", due_at: new Date("2026-11-25T08:00:00Z") }, CTX)).rrule)
@@ -441,6 +456,7 @@ const stored = (overrides: Partial<TaskRow> = {}): TaskRow => ({
   enrichment_requested_at: null,
   enrichment_status: null,
   enrichment_baseline: null,
+  roll_stopped_at: null,
   created_at: "2026-11-20T12:00:00.000Z",
   updated_at: "2026-11-20T12:00:00.000Z",
   short_title: "Milk",
