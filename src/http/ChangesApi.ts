@@ -1,6 +1,6 @@
-import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { ErrorEnvelope } from "../domain/Errors.js"
+import { ErrorEnvelope, TooManyRequestsWire } from "../domain/Errors.js"
 import { IntParam, MAX_LIMIT } from "../domain/QueryParams.js"
 import { Project } from "../domain/Project.js"
 import { Task, Timestamp } from "../domain/Task.js"
@@ -60,7 +60,11 @@ export class ChangesApi extends HttpApiGroup.make("changes")
       HttpApiSchema.Text({ contentType: "text/event-stream" }).annotations({
         description: "Server-Sent Events: `id:` is the change's cursor, `data:` the Change as JSON; comment lines as heartbeats"
       })
-    ).addError(CursorExpiredWire)
+    ).addError(CursorExpiredWire).addError(TooManyRequestsWire).annotate(
+      OpenApi.Description,
+      "The change feed as it commits. The stream ends when the token or session that opened it is revoked. " +
+        "429 with Retry-After past 10 open streams per user or the instance's limit (SERVICE_MAX_EVENT_STREAMS, default 1000)."
+    )
   )
   .middleware(Authentication)
 {}

@@ -73,7 +73,8 @@ export const ChangesHttpLive = HttpApiBuilder.group(Api, "changes", (handlers) =
           const endAfter = asksForEventStream(request.headers["accept"])
             ? draining
             : Effect.race(draining, Effect.sleep(UNNEGOTIATED_STREAM))
-          return HttpServerResponse.raw(hub.stream(user.id, from, endAfter), {
+          const body = yield* hub.stream(user, from, endAfter)
+          return HttpServerResponse.raw(body, {
             contentType: "text/event-stream",
             headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
           })

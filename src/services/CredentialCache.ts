@@ -58,12 +58,15 @@ export class CredentialCache extends Effect.Service<CredentialCache>()("steady/C
     const pool = poolOf(sql)
     const entries = new Map<string, Entry>()
     let generation = 0
+    /** Bumped at every sign that a credential may have been revoked (see `revocationMark`). */
+    let notices = 0
     let trusted = pool === undefined
     let listener: Pg.Client | undefined
     const barriers = new Map<string, Barrier>()
 
     const forget = () => {
       generation++
+      notices++
       entries.clear()
     }
 
@@ -78,6 +81,9 @@ export class CredentialCache extends Effect.Service<CredentialCache>()("steady/C
     const onNotification = (client: Pg.Client) => (message: Pg.Notification) => {
       if (message.channel === CREDENTIALS_CHANNEL) return forget()
       if (message.channel === BARRIER_CHANNEL) {
+        // A session signed out elsewhere has no trigger of its own; its instance's barrier
+        // says a credential went, before that request answers.
+        notices++
         client.query("SELECT pg_notify($1, $2)", [ACK_CHANNEL, message.payload ?? ""]).catch(() => undefined)
         return
       }
@@ -195,6 +201,14 @@ export class CredentialCache extends Effect.Service<CredentialCache>()("steady/C
           return trusted && client !== undefined ? confirmed(client) : Effect.void
         })))
 
-    return { lookup, revoking } as const
+    /**
+     * Changes whenever a credential may have been revoked: here at once after the revoking
+     * commit, on PostgreSQL also by any instance, heard before its revoking request answers.
+     * Undefined while a revocation could pass unheard (the LISTEN connection is down). A
+     * long-lived answer (the event stream) checks its credential again only when it changed.
+     */
+    const revocationMark = (): number | undefined => trusted ? notices : undefined
+
+    return { lookup, revoking, revocationMark } as const
   })
 }) {}

@@ -2,15 +2,17 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Option } from "effect"
 import * as Crypto from "node:crypto"
 import { Conflict, NotFound } from "../domain/Errors.js"
-import { CredentialCache } from "./CredentialCache.js"
-import { userFromRow } from "./CurrentUser.js"
+import { CredentialCache, type VerifiedToken } from "./CredentialCache.js"
+import { type CredentialRef, type CurrentUserShape, userFromRow } from "./CurrentUser.js"
 import { now } from "./ServiceClock.js"
 import {
   deleteSession as deleteSessionRow,
   deleteToken as deleteTokenRow,
   dropStaleSessions,
+  existingTokenIds,
   insertSession,
   insertToken as insertTokenRow,
+  liveSessionIds,
   sessionByDigest,
   tokenByDigest,
   tokenCount,
@@ -81,17 +83,25 @@ export class Credentials extends Effect.Service<Credentials>()("steady/Credentia
         cache.revoking
       )
 
-    const verifyToken = (token: string) => {
-      const digest = sha256(token)
-      return cache.lookup(digest, tokenByDigest(sql, digest).pipe(
-        Effect.map((row) =>
-          Option.fromNullable(row).pipe(
-            Option.filter((row) => sameDigest(row.digest, digest)),
-            Option.map((row) => ({ user: toUser(row), tokenId: row.credential_id }))
+    const verifyToken = (token: string) =>
+      Effect.suspend(() => {
+        const digest = sha256(token)
+        // Taken before the lookup, so a revocation the lookup might have missed changes it.
+        const mark = cache.revocationMark()
+        const found = cache.lookup(digest, tokenByDigest(sql, digest).pipe(
+          Effect.map((row) =>
+            Option.fromNullable(row).pipe(
+              Option.filter((row) => sameDigest(row.digest, digest)),
+              Option.map((row): VerifiedToken => ({ user: toUser(row), tokenId: row.credential_id }))
+            )
           )
-        )
-      ))
-    }
+        ))
+        // The cache keeps the user without it: a mark is only good for the request it was taken for.
+        return Effect.map(found, Option.map(({ tokenId, user }): VerifiedToken => ({
+          tokenId,
+          user: { ...user, credential: { kind: "token", id: tokenId, mark } }
+        })))
+      })
 
     const createSession = (userId: UserId, tokenId: number) =>
       Effect.gen(function*() {
@@ -107,15 +117,32 @@ export class Credentials extends Effect.Service<Credentials>()("steady/Credentia
     const verifySession = (secret: string) =>
       Effect.gen(function*() {
         const digest = sha256(secret)
+        const mark = cache.revocationMark()
         const at = (yield* now).toISOString()
         const row = yield* sessionByDigest(sql, digest, at)
         return Option.fromNullable(row).pipe(
           Option.filter((row) => sameDigest(row.digest, digest)),
-          Option.map(toUser)
+          Option.map((row): CurrentUserShape => ({ ...toUser(row), credential: { kind: "session", id: row.credential_id, mark } }))
         )
       }).pipe(Effect.orDie)
 
-    const deleteSession = (secret: string) => deleteSessionRow(sql, sha256(secret))
+    /** Signing out revokes like deleting a token does, so open event streams of the session hear of it. */
+    const deleteSession = (secret: string) => cache.revoking(deleteSessionRow(sql, sha256(secret)))
+
+    /**
+     * Which of `refs` still stand (tokens not deleted, sessions neither signed out nor
+     * expired): at most one statement per kind, however many streams hold them.
+     */
+    const standing = (refs: Iterable<CredentialRef>) =>
+      Effect.gen(function*() {
+        const tokens = new Set<number>()
+        const sessions = new Set<number>()
+        for (const ref of refs) (ref.kind === "token" ? tokens : sessions).add(ref.id)
+        const at = (yield* now).toISOString()
+        const liveTokens = tokens.size === 0 ? tokens : yield* existingTokenIds(sql, [...tokens])
+        const liveSessions = sessions.size === 0 ? sessions : yield* liveSessionIds(sql, [...sessions], at)
+        return (ref: CredentialRef) => (ref.kind === "token" ? liveTokens : liveSessions).has(ref.id)
+      }).pipe(Effect.withSpan("Credentials.standing"))
 
     return {
       createToken,
@@ -126,6 +153,8 @@ export class Credentials extends Effect.Service<Credentials>()("steady/Credentia
       createSession,
       verifySession,
       deleteSession,
+      standing,
+      revocationMark: cache.revocationMark,
       /** Runs a write that changes what tokens stand for (a user's name or zone); see CredentialCache. */
       revoking: cache.revoking
     } as const

@@ -76,6 +76,19 @@ export const sessionByDigest = (sql: SqlClient.SqlClient, digest: string, at: st
           FROM auth_sessions s JOIN users u ON u.id = s.user_id
           WHERE s.secret_hash = ${digest} AND s.expires_at > ${at}::timestamptz`.pipe(Effect.map((rows) => rows[0]))
 
+/** Of these tokens, the ones that still exist. */
+export const existingTokenIds = (sql: SqlClient.SqlClient, ids: ReadonlyArray<number>) =>
+  sql<{ id: number }>`SELECT id FROM api_tokens WHERE id = ANY(${`{${ids.join(",")}}`}::int[])`.pipe(
+    Effect.map((rows) => new Set(rows.map((row) => row.id)))
+  )
+
+/** Of these sessions, the ones still live at `at` (not signed out, not expired). */
+export const liveSessionIds = (sql: SqlClient.SqlClient, ids: ReadonlyArray<number>, at: string) =>
+  sql<{ id: number }>`
+          SELECT id FROM auth_sessions WHERE id = ANY(${`{${ids.join(",")}}`}::int[]) AND expires_at > ${at}::timestamptz`.pipe(
+    Effect.map((rows) => new Set(rows.map((row) => row.id)))
+  )
+
 export const deleteSession = (sql: SqlClient.SqlClient, digest: string) =>
   sql`DELETE FROM auth_sessions WHERE secret_hash = ${digest}`.pipe(Effect.orDie, Effect.asVoid)
 
