@@ -50,6 +50,18 @@ export class Conflict extends Schema.TaggedError<Conflict>()("Conflict", {
   static readonly code = "CONFLICT"
 }
 
+/**
+ * A per-user rate limit (the AI endpoints that reach the model on demand): the client waits
+ * `retryAfterSeconds`, sent as `Retry-After` and as `details.retry_after`.
+ */
+export class TooManyRequests extends Schema.TaggedError<TooManyRequests>()("TooManyRequests", {
+  message: Schema.String,
+  retryAfterSeconds: Schema.Int
+}) {
+  static readonly status = 429
+  static readonly code = "TOO_MANY_REQUESTS"
+}
+
 export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()("ServiceUnavailable", {
   message: Schema.String,
   /** Why, when there is more to say (an AI provider's failure). */
@@ -60,7 +72,14 @@ export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()
 }
 
 /** Every error a user can be answered with, keyed for the wire. */
-export type AppError = ValidationError | Unauthorized | Forbidden | NotFound | Conflict | ServiceUnavailable
+export type AppError =
+  | ValidationError
+  | Unauthorized
+  | Forbidden
+  | NotFound
+  | Conflict
+  | TooManyRequests
+  | ServiceUnavailable
 
 const appErrorClasses = {
   ValidationError,
@@ -68,6 +87,7 @@ const appErrorClasses = {
   Forbidden,
   NotFound,
   Conflict,
+  TooManyRequests,
   ServiceUnavailable
 } as const
 
@@ -88,10 +108,23 @@ export const ErrorEnvelope = Schema.Struct({
 })
 export type ErrorEnvelope = typeof ErrorEnvelope.Type
 
+const detailsOf = (error: AppError): Record<string, unknown> => {
+  switch (error._tag) {
+    case "ValidationError":
+      return error.details
+    case "ServiceUnavailable":
+      return error.details ?? {}
+    case "TooManyRequests":
+      return { retry_after: error.retryAfterSeconds }
+    default:
+      return {}
+  }
+}
+
 export const envelopeOf = (error: AppError): ErrorEnvelope => ({
   error: error.message,
   code: codeOf(error),
-  details: error._tag === "ValidationError" ? error.details : error._tag === "ServiceUnavailable" ? error.details ?? {} : {}
+  details: detailsOf(error)
 })
 
 /**
@@ -126,6 +159,12 @@ const answeredAround = (identifier: string, status: number, code: string) =>
 export const PayloadTooLargeWire = answeredAround("PayloadTooLarge", 413, "PAYLOAD_TOO_LARGE")
 export const HeadersTooLargeWire = answeredAround("HeadersTooLarge", 431, "HEADERS_TOO_LARGE")
 export const InternalErrorWire = answeredAround("InternalError", 500, "INTERNAL_ERROR")
+
+export const TooManyRequestsWire = wire(TooManyRequests, 429, "TOO_MANY_REQUESTS", (e) =>
+  new TooManyRequests({
+    message: e.error,
+    retryAfterSeconds: typeof e.details.retry_after === "number" && Number.isInteger(e.details.retry_after) ? e.details.retry_after : 1
+  }))
 
 export const ServiceUnavailableWire = wire(ServiceUnavailable, 503, "SERVICE_UNAVAILABLE", (e) =>
   new ServiceUnavailable({ message: e.error, details: e.details }))

@@ -1,5 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
+import { TooManyRequestsWire } from "../domain/Errors.js"
 import { BooleanParam } from "../domain/QueryParams.js"
 import { Timestamp, Title } from "../domain/Task.js"
 import { StoredString } from "../domain/Text.js"
@@ -87,7 +88,8 @@ export class AiApi extends HttpApiGroup.make("ai")
     HttpApiEndpoint.post("quickTake", "/api/ai/quick-take")
       .setPayload(Schema.Struct({ title: Title, has_due_date: Schema.optional(Schema.Boolean) }))
       .addSuccess(Data(QuickTake))
-      .annotate(OpenApi.Description, "One line (at most 200 characters) on a new title, in the context of the user's list. 503 when AI is off or the provider fails (reason in details).")
+      .addError(TooManyRequestsWire)
+      .annotate(OpenApi.Description, "One line (at most 200 characters) on a new title, in the context of the user's list. 503 when AI is off or the provider fails (reason in details); 429 with Retry-After past 10 a minute per user.")
   )
   .add(
     HttpApiEndpoint.get("whatsNext", "/api/ai/whats-next")

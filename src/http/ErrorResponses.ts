@@ -20,7 +20,13 @@ export const MAX_BODY_BYTES = 1024 * 1024
 const envelope = (status: number, code: string, error: string, details: Record<string, unknown> = {}) =>
   HttpServerResponse.unsafeJson({ error, code, details }, { status })
 
-export const appErrorResponse = (error: AppError) => HttpServerResponse.unsafeJson(envelopeOf(error), { status: statusOf(error) })
+export const appErrorResponse = (error: AppError) => {
+  const response = HttpServerResponse.unsafeJson(envelopeOf(error), { status: statusOf(error) })
+  // RFC 6585 §4: a 429 may say how long to wait; clients (and proxies) read the header.
+  return error._tag === "TooManyRequests"
+    ? HttpServerResponse.setHeader(response, "retry-after", String(error.retryAfterSeconds))
+    : response
+}
 
 const pathKey = (path: ReadonlyArray<PropertyKey>) => path.map(String).join(".")
 

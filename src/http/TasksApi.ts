@@ -1,4 +1,5 @@
-import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { TooManyRequestsWire } from "../domain/Errors.js"
 import { TaskIdParam } from "../domain/Ids.js"
 import {
   Task,
@@ -27,6 +28,13 @@ export class TasksApi extends HttpApiGroup.make("tasks")
   )
   .add(HttpApiEndpoint.del("delete", "/api/tasks/:id").setPath(TaskIdParam).addSuccess(Data(TaskWithMessage)))
   .add(HttpApiEndpoint.post("restore", "/api/tasks/:id/restore").setPath(TaskIdParam).addSuccess(Data(Task)))
-  .add(HttpApiEndpoint.post("reprocess", "/api/tasks/:id/reprocess").setPath(TaskIdParam).addSuccess(Data(Task)))
+  .add(
+    HttpApiEndpoint.post("reprocess", "/api/tasks/:id/reprocess").setPath(TaskIdParam).addSuccess(Data(Task))
+      .addError(TooManyRequestsWire)
+      .annotate(
+        OpenApi.Description,
+        "Re-queues AI enrichment from original_title. The task's owner only (404 for anyone else). 429 with Retry-After past 10 a minute per user."
+      )
+  )
   .middleware(Authentication)
 {}

@@ -11,6 +11,7 @@ import { ServiceUnavailable } from "../domain/Errors.js"
 import { localDate, localTimeOfDay } from "../domain/LocalTime.js"
 import { type AiFailure, AiGateway, type AiOff } from "./AiGateway.js"
 import { fill } from "./AiPrompts.js"
+import { AiRateLimits } from "./AiRateLimits.js"
 import { AI_FEATURES, type AiFeature, AppConfig } from "./AppConfig.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
 import { now as clockNow } from "./ServiceClock.js"
@@ -48,6 +49,7 @@ export class AiAssist extends Effect.Service<AiAssist>()("steady/AiAssist", {
     const gateway = yield* AiGateway
     const queries = yield* TaskQueries
     const config = yield* AppConfig
+    const rateLimits = yield* AiRateLimits
     const tuning = config.aiTuning
 
     const aiContext = (userId: UserId) =>
@@ -61,6 +63,9 @@ export class AiAssist extends Effect.Service<AiAssist>()("steady/AiAssist", {
     const quickTake = (user: CurrentUserShape, input: { readonly title: string; readonly has_due_date?: boolean | undefined }) =>
       Effect.gen(function*() {
         yield* requireAi(gateway.enabled)
+        // Each call waits on the model: a per-user limit keeps one user's loop from holding
+        // the provider (and its bill) for everyone.
+        yield* rateLimits.take("quick_take", user.id)
         const now = yield* clockNow
         const counts = yield* queries.countsAt(user, now)
         const tasks = yield* openTasks(user.id, 60)

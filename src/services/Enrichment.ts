@@ -21,7 +21,8 @@ import { now as clockNow } from "./ServiceClock.js"
 import { TasksTable } from "./Tables.js"
 import { TaskQueries } from "./TaskQueries.js"
 import { userWithAiContext } from "./UsersTable.js"
-import { projectNames } from "./ProjectsTable.js"
+import { privateProjectNames, projectAccess } from "./ProjectsTable.js"
+import { inSharedProjectNow } from "./TaskEnrichmentSql.js"
 import type { UserId } from "../domain/Ids.js"
 
 /** Fields a quota keeps out of enrichment: its rule names its period and it has no date. */
@@ -44,21 +45,32 @@ export class Enrichment extends Effect.Service<Enrichment>()("steady/Enrichment"
 
     const ownerOf = (userId: UserId) => userWithAiContext(sql, userId)
 
-    const projectsOf = (userId: UserId) => projectNames(sql, userId, 200)
+    const projectsOf = (userId: UserId) => privateProjectNames(sql, userId, 200)
 
-    /** Asks the model; fails with the provider's failure (the worker retries). */
+    /**
+     * Asks the model; fails with the provider's failure (the worker retries). A task in a
+     * shared project is read by other users, and so is what enrichment writes on it: its
+     * prompt carries neither the owner's `ai_context` nor their project names, and its
+     * answer moves it nowhere (`projects` empty). A private task's prompt has the owner's
+     * context and private projects, for the owner's eyes only.
+     */
     const ask = (claimed: ClaimedEnrichment) =>
       Effect.gen(function*() {
         const owner = yield* ownerOf(claimed.user_id)
         if (owner === undefined) return undefined
-        const projects = yield* projectsOf(owner.id)
+        const shared = yield* inSharedProjectNow(sql, claimed.task_id)
+        const projects = shared ? [] : yield* projectsOf(owner.id)
         const now = yield* clockNow
         const prompt = fill(gateway.promptText("enrichment"), {
           zone: owner.timezone,
           local_now: localNow(now, owner.timezone),
           weekday: weekday(now, owner.timezone),
-          projects: projects.length === 0 ? "(none)" : projects.map((p) => p.name).join(", "),
-          ai_context: Array.from((owner.context ?? "").trim()).slice(0, 1000).join("") || "(nothing given)",
+          projects: shared
+            ? "(none: the task stays in its shared project; answer null)"
+            : projects.length === 0
+            ? "(none)"
+            : projects.map((p) => p.name).join(", "),
+          ai_context: shared ? "(nothing given)" : Array.from((owner.context ?? "").trim()).slice(0, 1000).join("") || "(nothing given)",
           title: claimed.source_title
         })
         const answer = yield* gateway.object(
@@ -69,8 +81,14 @@ export class Enrichment extends Effect.Service<Enrichment>()("steady/Enrichment"
           "task_enrichment",
           tuning.enrichmentTimeout
         )
-        return { owner, projects, answer }
+        return { owner, projects, shared, answer }
       })
+
+    /** The project is the owner's and private, held so until the transaction ends. */
+    const stillPrivateOf = (projectId: unknown, ownerId: UserId) =>
+      typeof projectId !== "number"
+        ? Effect.succeed(false)
+        : Effect.map(projectAccess(sql, projectId), (p) => p !== undefined && !p.shared && p.owner_id === ownerId)
 
     /**
      * Applies the answer in one transaction: fields the user changed since the request are
@@ -87,6 +105,15 @@ export class Enrichment extends Effect.Service<Enrichment>()("steady/Enrichment"
             yield* queue.finish(claimed, "done", current === undefined ? "task gone" : "task in the trash", tx.now)
             return { applied: [], dropped: {} }
           }
+          // Read with a share lock: the project cannot become shared before this commits.
+          const sharedNow = (yield* projectAccess(sql, current.project_id))?.shared ?? false
+          if (!asked.shared && sharedNow) {
+            // Moved into a shared project while the model answered a prompt with the owner's
+            // private context: none of that answer is written where others read it. Asked
+            // again, the task gets a prompt without it.
+            yield* queue.requeue(current.id, claimed.source_title, tx.now)
+            return { applied: [], dropped: { all: "moved into a shared project while asked; asked again" } }
+          }
           const plan = planEnrichment(asked.answer, { zone: asked.owner.timezone, projects: asked.projects })
           const dropped: Record<string, string> = { ...plan.dropped }
           const quota = isQuota(current)
@@ -99,6 +126,11 @@ export class Enrichment extends Effect.Service<Enrichment>()("steady/Enrichment"
             }
             if (quota && QUOTA_KEEPS.has(field)) {
               dropped[field] = "not set on a quota"
+              continue
+            }
+            if (field === "project_id" && !(yield* stillPrivateOf(plan.patch.project_id, asked.owner.id))) {
+              // Shared (or gone) since the prompt listed it: the task stays where it is.
+              dropped[field] = "no longer one of the owner's private projects"
               continue
             }
             const trial = { ...accepted, [field]: plan.patch[field] }

@@ -77,9 +77,14 @@ export const insertInbox = (sql: SqlClient.SqlClient, ownerId: UserId, name: str
   sql`INSERT INTO projects (owner_id, name, is_inbox, sort_order, created_at, updated_at)
           VALUES (${ownerId}, ${name}, true, 0, ${at}::timestamptz, ${at}::timestamptz)`
 
-/** The owner's names for the AI's prompt: the first `limit` in their order. */
-export const projectNames = (sql: SqlClient.SqlClient, ownerId: UserId, limit: number) =>
-  sql<{ id: number; name: string }>`SELECT id, name FROM projects WHERE owner_id = ${ownerId} ORDER BY sort_order, name, id LIMIT ${limit}`
+/**
+ * The owner's private project names for the AI's prompt: the first `limit` in their order.
+ * Shared ones are left out, so enrichment never moves a task where other users would read
+ * what the owner's private context made of it.
+ */
+export const privateProjectNames = (sql: SqlClient.SqlClient, ownerId: UserId, limit: number) =>
+  sql<{ id: number; name: string }>`SELECT id, name FROM projects WHERE owner_id = ${ownerId} AND NOT shared
+    ORDER BY sort_order, name, id LIMIT ${limit}`
     .pipe(Effect.orDie)
 
 /** One page of the user's own projects for the export, by id after `after`. */

@@ -2,6 +2,7 @@ import { Layer } from "effect"
 import { AiAssist } from "./AiAssist.js"
 import { AiGateway } from "./AiGateway.js"
 import { AiInsights } from "./AiInsights.js"
+import { AiRateLimits } from "./AiRateLimits.js"
 import { Authenticator } from "./Authenticator.js"
 import { Enrichment } from "./Enrichment.js"
 import { EnrichmentQueue } from "./EnrichmentQueue.js"
@@ -46,7 +47,9 @@ const Core = Layer.mergeAll(
   Mutations.Default,
   TaskQueries.Default,
   EnrichmentQueue.Default,
-  UserCalendar.Default
+  UserCalendar.Default,
+  // One per user across instances (a table): reprocess and quick take both take from it.
+  AiRateLimits.Default
 ).pipe(
   Layer.provideMerge(WebhookWakeup.Default),
   Layer.provideMerge(ChangeWakeup.Default)

@@ -2,7 +2,7 @@ import type * as SqlClient from "@effect/sql/SqlClient"
 import type { Fragment } from "@effect/sql/Statement"
 import { Effect } from "effect"
 import type { UserId } from "../domain/Ids.js"
-import { inboxOf } from "./ProjectsTable.js"
+import { inboxOf, inSharedProject } from "./ProjectsTable.js"
 import { lockTask } from "./TasksTable.js"
 
 /**
@@ -73,6 +73,17 @@ export const endRequest = (
           RETURNING task_id
         )
         UPDATE tasks SET enrichment_status = ${state}, enrichment_baseline = NULL WHERE id IN (SELECT task_id FROM ended) RETURNING id`))
+
+/**
+ * Whether the task is in a shared project now: then users besides its owner read what
+ * enrichment writes, and its prompt carries none of the owner's private context. A task
+ * that is gone counts as shared (nothing private is sent for it).
+ */
+export const inSharedProjectNow = (sql: SqlClient.SqlClient, taskId: number) =>
+  sql<{ shared: boolean }>`SELECT ${inSharedProject(sql, "t.project_id")} AS shared FROM tasks t WHERE t.id = ${taskId}`.pipe(
+    Effect.map((rows) => rows[0]?.shared ?? true),
+    Effect.orDie
+  )
 
 /** How many of the user's tasks wait for enrichment. */
 export const pendingOf = (sql: SqlClient.SqlClient, userId: UserId) =>

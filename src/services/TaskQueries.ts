@@ -8,7 +8,7 @@ import type { CurrentUserShape } from "./CurrentUser.js"
 import { now as clockNow } from "./ServiceClock.js"
 import { calendarFrom } from "./UserCalendar.js"
 import { inboxId, projectAccess as projectAccessOf, usableProject } from "./ProjectsTable.js"
-import { lockVisible as lockVisibleRow, lockWithCalendar, taskBody, taskWire } from "./TasksTable.js"
+import { lockOwned as lockOwnedRow, lockVisible as lockVisibleRow, lockWithCalendar, taskBody, taskWire } from "./TasksTable.js"
 import { countsOf, taskListBody, trashBody } from "./TaskListSql.js"
 import type { ProjectId, TaskId, UserId } from "../domain/Ids.js"
 
@@ -37,6 +37,13 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
     /** Locks a task the caller can see, for a mutation; 404 otherwise. */
     const lockVisible = (user: CurrentUserShape, id: TaskId) =>
       Effect.flatMap(lockVisibleRow(sql, user.id, id), (row) => row === undefined ? Effect.fail(NotFound.of("Task")) : Effect.succeed(row))
+
+    /**
+     * Locks one of the caller's own tasks; 404 otherwise, the same answer as for another
+     * user's private task, for what only the owner may do (reprocess).
+     */
+    const lockOwned = (user: CurrentUserShape, id: TaskId) =>
+      Effect.flatMap(lockOwnedRow(sql, user.id, id), (row) => row === undefined ? Effect.fail(NotFound.of("Task")) : Effect.succeed(row))
 
     /**
      * `lockVisible`, with the owner's calendar (zone, week start) read in the same statement:
@@ -75,6 +82,7 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
       getJson,
       wire,
       lockVisible,
+      lockOwned,
       lockForWrite,
       counts,
       trashJson,

@@ -9,6 +9,7 @@ import { shouldEnrich } from "../domain/AiEnrichment.js"
 import { projectRefusal } from "../domain/Project.js"
 import { isQuota, newTaskRow, patchTaskRow, visibleFields } from "../domain/TaskRules.js"
 import type { CurrentUserShape } from "./CurrentUser.js"
+import { AiRateLimits } from "./AiRateLimits.js"
 import { EnrichmentQueue } from "./EnrichmentQueue.js"
 import { Mutations, type Tx } from "./Mutations.js"
 import { Quotas } from "./Quotas.js"
@@ -31,6 +32,7 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
     const quotas = yield* Quotas
     const calendars = yield* UserCalendar
     const enrichment = yield* EnrichmentQueue
+    const rateLimits = yield* AiRateLimits
 
     /**
      * A quota's current period: set when it becomes a quota or its period rule changes. The
@@ -158,18 +160,24 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
 
     /**
      * Re-queues enrichment from `original_title`; the AI worker picks it up. With AI off
-     * only the request time is recorded.
+     * only the request time is recorded. The owner's alone: enrichment runs with the
+     * owner's account, and another user who sees the task through a shared project gets the
+     * same 404 as for a private task (README, AI helpers). Each call takes a token from the
+     * caller's reprocess limit first, whatever it then answers.
      */
     const reprocess = (user: CurrentUserShape, id: TaskId) =>
-      mutations.run({ user, action: "reprocess", undoable: false }, (tx) =>
-        Effect.gen(function*() {
-          const current = yield* queries.lockVisible(user, id)
-          if (current.deleted_at !== null) return yield* Effect.fail(ValidationError.field("id", "Task is in the trash"))
-          yield* tx.update(TasksTable, id, { enrichment_requested_at: tx.now.toISOString() })
-          if (enrichment.enabled) yield* enrichment.requeue(current.id, current.original_title, tx.now)
-          tx.describe(`Queued ${quoted(current.title)} for enrichment`)
-          return yield* queries.wire(id)
-        })).pipe(Effect.tap(() => (enrichment.enabled ? enrichment.wake : Effect.void)))
+      Effect.zipRight(
+        rateLimits.take("reprocess", user.id),
+        mutations.run({ user, action: "reprocess", undoable: false }, (tx) =>
+          Effect.gen(function*() {
+            const current = yield* queries.lockOwned(user, id)
+            if (current.deleted_at !== null) return yield* Effect.fail(ValidationError.field("id", "Task is in the trash"))
+            yield* tx.update(TasksTable, id, { enrichment_requested_at: tx.now.toISOString() })
+            if (enrichment.enabled) yield* enrichment.requeue(current.id, current.original_title, tx.now)
+            tx.describe(`Queued ${quoted(current.title)} for enrichment`)
+            return yield* queries.wire(id)
+          }))
+      ).pipe(Effect.tap(() => (enrichment.enabled ? enrichment.wake : Effect.void)))
 
     return { create, update, trash, restore, reprocess } as const
   })

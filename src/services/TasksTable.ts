@@ -57,6 +57,14 @@ export const lockVisible = (sql: SqlClient.SqlClient, userId: UserId, id: TaskId
     Effect.map((rows) => rows[0] === undefined ? undefined : decodeRow(TasksTable, rows[0].row))
   )
 
+/** The user's own task, locked: not one they only see through a shared project. */
+export const lockOwned = (sql: SqlClient.SqlClient, userId: UserId, id: TaskId) =>
+  sql<{ row: Record<string, unknown> }>`
+        SELECT ${sql.literal(taskRowJson)} AS row FROM tasks t WHERE t.id = ${id} AND t.user_id = ${userId} FOR UPDATE OF t`.pipe(
+    Effect.orDie,
+    Effect.map((rows) => rows[0] === undefined ? undefined : decodeRow(TasksTable, rows[0].row))
+  )
+
 /**
  * `lockVisible`, with the owner's calendar columns read in the same statement: a write's
  * anchors and periods are on the owner's calendar, whoever acts on the task.
