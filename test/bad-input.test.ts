@@ -373,7 +373,7 @@ describe("bad input is refused with the error envelope and changes nothing", () 
         () => anon.get("/api/tasks/abc"),
         () => anon.request("POST", "/api/tasks", "{bad json", { "content-type": "application/json" })
       ]
-      for (const send of sends) await refused(send, unauthorized("Authentication required"))
+      for (const send of sends) await refused(send, unauthorized("Missing credentials: send Authorization: Bearer <token>"))
     })
 
     it("an invalid or malformed token is a 401, never a fall-through", async () => {
@@ -385,6 +385,11 @@ describe("bad input is refused with the error envelope and changes nothing", () 
       await refused(() => truncated.patch(`/api/tasks/${task.id}`, { title: "intruder" }), unauthorized("Invalid API token"))
       const basic = service.client({ authorization: "Basic dXNlcjpwYXNz" })
       await refused(() => basic.get("/api/tasks"), unauthorized("Malformed Authorization header; expected Bearer <token>"))
+      // What `curl -H "Authorization: Bearer $TOKEN"` sends when TOKEN is empty: said to be missing.
+      for (const empty of ["Bearer", "Bearer ", ""]) {
+        const blank = service.client({ authorization: empty })
+        await refused(() => blank.get("/api/tasks"), unauthorized("Missing token: the Authorization header has no Bearer token"))
+      }
       // A valid token still works afterwards.
       expect((await user.api.get(`/api/tasks/${task.id}`)).body.data).toEqual(task)
     })

@@ -129,9 +129,145 @@ describe("cookie writes (CSRF)", () => {
     const mint = async (headers: Record<string, string>) =>
       setCookieOf((await service.client({ authorization: `Bearer ${alice.token}`, ...headers }).post("/api/auth/session")).headers)!
     expect(await mint({ "x-forwarded-proto": "https" })).toMatch(/;\s*Secure(;|$)/i)
-    expect(await mint({ "x-forwarded-proto": "https, http" })).toMatch(/;\s*Secure(;|$)/i)
+    // The proxy's own value is the last one; an earlier one is what the client sent it.
+    expect(await mint({ "x-forwarded-proto": "http, https" })).toMatch(/;\s*Secure(;|$)/i)
+    expect(await mint({ "x-forwarded-proto": "https, http" })).not.toMatch(/Secure/i)
     expect(await mint({})).not.toMatch(/Secure/i)
     expect(await mint({ "x-forwarded-proto": "http" })).not.toMatch(/Secure/i)
+  })
+
+  it("X-Forwarded-Host counts by its last value, the one the trusted proxy appended", async () => {
+    const json = { "content-type": "application/json" }
+    const forged = await raw("POST", "/api/tasks", { ...json, origin: "http://evil.example", "x-forwarded-host": `evil.example, ${host}` }, JSON.stringify({ title: "forged forwarded" }))
+    expect(forged).toEqual({ status: 403, body: FORBIDDEN })
+    expect(await titles()).not.toContain("forged forwarded")
+    const proxied = await raw("POST", "/api/tasks", { ...json, origin: "https://tasks.example", "x-forwarded-host": "evil.example, tasks.example" }, JSON.stringify({ title: "via proxy" }))
+    expect(proxied.status).toBe(201)
+  })
+})
+
+describe("GET /api/review with the cookie: starting a session follows the cookie write rules", () => {
+  let service: TestService
+  let user: TestUser
+  let cookie: string
+
+  beforeAll(async () => {
+    service = await startService()
+    user = await service.user("csrf-reviewer")
+    const minted = await service.client({ authorization: `Bearer ${user.token}` }).post("/api/auth/session")
+    cookie = setCookieOf(minted.headers)!.split(";")[0]!
+    expect((await user.api.post("/api/tasks", { title: "overdue", due_at: "2020-01-01T09:00:00Z" })).status).toBe(201)
+  })
+  afterAll(async () => {
+    await service?.stop()
+  })
+
+  const review = (headers: Record<string, string>, method = "GET") =>
+    fetch(`${service.baseUrl}/api/review`, { method, headers: { cookie, ...headers } }).then(async (res): Promise<{ status: number; body: any }> => ({
+      status: res.status,
+      body: method === "HEAD" ? undefined : await res.json()
+    }))
+
+  it("a cross-site or same-site request is refused (403) and leaves the live session to execute", async () => {
+    const started = await review({ "sec-fetch-site": "same-origin" })
+    expect(started.status).toBe(200)
+    const sessionId = started.body.data.session_id
+    for (
+      const headers of [
+        { "sec-fetch-site": "cross-site" },
+        { "sec-fetch-site": "same-site" },
+        { "sec-fetch-site": "cross-site", "sec-fetch-mode": "navigate", "sec-fetch-dest": "document" },
+        { origin: "https://evil.example" },
+        { origin: "null" }
+      ]
+    ) {
+      expect(await review(headers), JSON.stringify(headers)).toEqual({ status: 403, body: FORBIDDEN })
+    }
+    expect((await review({ "sec-fetch-site": "cross-site" }, "HEAD")).status).toBe(403)
+    const executed = await fetch(`${service.baseUrl}/api/review/execute`, {
+      method: "POST",
+      headers: { cookie, "content-type": "application/json", "sec-fetch-site": "same-origin" },
+      body: JSON.stringify({ session_id: sessionId, actions: [{ type: "skip", targets: ["1"] }] })
+    })
+    expect(executed.status, await executed.clone().text()).toBe(200)
+  })
+
+  it("from our own page, typed in the address bar, from a non-browser or with a Bearer token it starts a session", async () => {
+    for (const headers of [{ "sec-fetch-site": "same-origin", origin: service.baseUrl }, { "sec-fetch-site": "none" }, {}]) {
+      const res = await review(headers)
+      expect(res.status, JSON.stringify(headers)).toBe(200)
+      expect(res.body.data.session_id).toMatch(/^[0-9a-f-]{36}$/)
+    }
+    const bearer = await user.api.request("GET", "/api/review", undefined, { "sec-fetch-site": "cross-site", origin: "https://elsewhere.example" })
+    expect(bearer.status).toBe(200)
+  })
+})
+
+describe("forwarded headers without a proxy configured (no proxy auth, SERVICE_PROXY_TRUSTED_IPS unset)", () => {
+  let service: TestService
+  let user: TestUser
+  let cookie: string
+  let host: string
+
+  beforeAll(async () => {
+    service = await startService({ proxyAuthHeader: Option.none(), proxyTrustedIpsSet: false })
+    user = await service.user("csrf-noproxy")
+    const minted = await service.client({ authorization: `Bearer ${user.token}` }).post("/api/auth/session")
+    cookie = setCookieOf(minted.headers)!.split(";")[0]!
+    host = new URL(service.baseUrl).host
+  })
+  afterAll(async () => {
+    await service?.stop()
+  })
+
+  const post = (headers: Record<string, string>) =>
+    fetch(`${service.baseUrl}/api/tasks`, {
+      method: "POST",
+      headers: { cookie, "content-type": "application/json", ...headers },
+      body: JSON.stringify({ title: "from loopback" })
+    }).then((res) => res.status)
+
+  it("X-Forwarded-Host from loopback does not make a foreign Origin ours (403 with or without it)", async () => {
+    expect(await post({ origin: "http://evil.example" })).toBe(403)
+    expect(await post({ origin: "http://evil.example", "x-forwarded-host": "evil.example" })).toBe(403)
+    expect(await post({ origin: "http://evil.example", "x-forwarded-host": `${host}, evil.example` })).toBe(403)
+    expect(await post({ origin: service.baseUrl })).toBe(201)
+  })
+
+  it("X-Forwarded-Proto and -Host are ignored: no Secure cookie, calendar links on our own Host", async () => {
+    const forwarded = { "x-forwarded-proto": "https", "x-forwarded-host": "evil.example" }
+    const res = await service.client({ authorization: `Bearer ${user.token}`, ...forwarded }).post("/api/auth/session")
+    expect(res.status).toBe(200)
+    expect(setCookieOf(res.headers)).not.toMatch(/Secure/i)
+    const key = await user.api.request("POST", "/api/calendar/key", undefined, forwarded)
+    expect(key.status).toBe(201)
+    expect(key.body.data.url).toMatch(new RegExp(`^http://${host.replace(/\./g, "\\.")}/api/calendar\\.ics\\?key=`))
+  })
+})
+
+describe("forwarded headers with SERVICE_PROXY_TRUSTED_IPS set and proxy auth off", () => {
+  let service: TestService
+
+  beforeAll(async () => {
+    const trusted = parseCidrList("127.0.0.1/32")
+    if (trusted._tag !== "Right") throw new Error("bad CIDR")
+    service = await startService({ proxyAuthHeader: Option.none(), proxyTrustedIps: trusted.right, proxyTrustedIpsSet: true })
+  })
+  afterAll(async () => {
+    await service?.stop()
+  })
+
+  it("the proxy's X-Forwarded-Host and -Proto are believed", async () => {
+    const user = await service.user("csrf-proxied")
+    const minted = await service.client({ authorization: `Bearer ${user.token}`, "x-forwarded-proto": "https" }).post("/api/auth/session")
+    const cookie = setCookieOf(minted.headers)!
+    expect(cookie).toMatch(/;\s*Secure(;|$)/i)
+    const res = await fetch(`${service.baseUrl}/api/tasks`, {
+      method: "POST",
+      headers: { cookie: cookie.split(";")[0]!, "content-type": "application/json", origin: "https://tasks.example", "x-forwarded-host": "tasks.example" },
+      body: JSON.stringify({ title: "behind the proxy" })
+    })
+    expect(res.status).toBe(201)
   })
 })
 

@@ -307,7 +307,7 @@ describe("configuration parsing", () => {
       host: "127.0.0.1",
       dataDir: "./data",
       defaultTimezone: "UTC",
-      webhookAllowPrivate: false,
+      webhookAllowPrivate: true,
       aiProvider: "off",
       logLevel: "info"
     })

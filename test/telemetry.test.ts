@@ -1,6 +1,7 @@
 import { ConfigProvider, Effect, Either, FiberRef, Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { appConfig } from "../src/services/AppConfig.js"
+import { redactQuery, redactUrl } from "../src/services/Tracing.js"
 import { type Receiver, startReceiver } from "./support/receiver.js"
 import { startService, type TestService } from "./support/service.js"
 import { createTask } from "./support/tasks.js"
@@ -32,6 +33,7 @@ describe("tracing over OTLP/HTTP (JSON)", () => {
   let service: TestService
   let token = ""
   let taskId = 0
+  let calendarKey = ""
 
   beforeAll(async () => {
     collector = await startReceiver()
@@ -47,6 +49,10 @@ describe("tracing over OTLP/HTTP (JSON)", () => {
     token = alice.token
     taskId = (await createTask(alice.api, { title: "traced" })).id
     expect((await alice.api.get(`/api/tasks/${taskId}`)).status).toBe(200)
+    calendarKey = (await alice.api.post("/api/calendar/key")).body.data.key
+    expect((await service.anonymous.get(`/api/calendar.ics?key=${calendarKey}&x=1`)).status).toBe(200)
+    // A wrong key is a secret too (someone's typo of the right one).
+    expect((await service.anonymous.get(`/api/calendar.ics?key=${"0".repeat(64)}`)).status).toBe(401)
     // Stopping flushes what the exporter still holds.
     await service.stop()
   })
@@ -82,6 +88,28 @@ describe("tracing over OTLP/HTTP (JSON)", () => {
     const text = collector.received.map((r) => r.raw.toString("utf8")).join("\n")
     expect(token.length).toBeGreaterThan(10)
     expect(text).not.toContain(token)
+  })
+
+  it("never exports the calendar key: url.full and url.query carry REDACTED in its place", () => {
+    expect(calendarKey).toMatch(/^[0-9a-f]{64}$/)
+    const text = collector.received.map((r) => r.raw.toString("utf8")).join("\n")
+    expect(text).not.toContain(calendarKey)
+    expect(text).not.toContain("0".repeat(64))
+    const spans = spansOf(collector).filter((s) => s.name === "GET /api/calendar.ics")
+    expect(spans).toHaveLength(2)
+    const feed = spans.find((s) => String(attr(s, "url.query")).endsWith("&x=1"))!
+    expect(attr(feed, "url.query")).toBe("key=REDACTED&x=1")
+    expect(String(attr(feed, "url.full"))).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api\/calendar\.ics\?key=REDACTED&x=1$/)
+    expect(attr(feed, "url.path")).toBe("/api/calendar.ics")
+  })
+
+  it("redacts credential-like query parameters and user:password, and leaves the rest of a URL alone", () => {
+    expect(redactQuery("key=abc&limit=5&access_token=t&X-Amz-Signature=s&api-key=k&AWSAccessKeyId=i&monkey=m&keys=1"))
+      .toBe("key=REDACTED&limit=5&access_token=REDACTED&X-Amz-Signature=REDACTED&api-key=REDACTED&AWSAccessKeyId=REDACTED&monkey=m&keys=1")
+    expect(redactQuery("token&client_secret=&code=c&state=s")).toBe("token&client_secret=REDACTED&code=REDACTED&state=s")
+    expect(redactUrl("https://u:p@host.example/a?password=x&q=1#frag")).toBe("https://REDACTED:REDACTED@host.example/a?password=REDACTED&q=1#frag")
+    expect(redactUrl("http://h/api/tasks?limit=5")).toBe("http://h/api/tasks?limit=5")
+    expect(redactUrl("/api/calendar.ics?%6Bey=abc")).toBe("/api/calendar.ics?%6Bey=REDACTED")
   })
 
   it("sends a client span per SQL statement, inside the request's trace", () => {

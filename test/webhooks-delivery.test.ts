@@ -1,4 +1,7 @@
+import { ConfigProvider, Effect } from "effect"
+import * as Net from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { appConfig } from "../src/services/AppConfig.js"
 import { freshDatabase, type TestDatabase } from "./support/database.js"
 import {
   closedPort,
@@ -212,6 +215,57 @@ describe("webhook delivery (spec §6, CONTRACT §9)", () => {
     expect(Number.isInteger(log[0]!.duration_ms)).toBe(true)
   })
 
+  it("a port that answers without HTTP, or resets, is logged as connection failed, never the socket's own error", async () => {
+    const user = await freshUser()
+    const sockets = new Set<Net.Socket>()
+    const servers = [
+      // A banner instead of an HTTP answer, as SSH, SMTP or a database might send.
+      Net.createServer((socket) => socket.end("SSH-2.0-OpenSSH_9.6\r\n")),
+      Net.createServer((socket) => socket.resetAndDestroy())
+    ]
+    for (const server of servers) server.on("connection", (socket) => sockets.add(socket))
+    try {
+      const ports = await Promise.all(servers.map((server) =>
+        new Promise<number>((resolve) => server.listen(0, "127.0.0.1", () => resolve((server.address() as Net.AddressInfo).port)))
+      ))
+      const hooks = await Promise.all(ports.map((port) => createWebhook(user.api, `http://127.0.0.1:${port}/hook`, ["task.created"])))
+      await createTask(user.api, { title: "Not a receiver" })
+      for (const hook of hooks) {
+        const log = await eventually(async () => {
+          const entries = await deliveryLog(user.api, hook.id)
+          return entries.length > 0 ? entries : undefined
+        })
+        expect(log[0]).toMatchObject({ attempt: 1, status_code: null, error: "connection failed", success: false })
+        expect((await user.api.patch(`/api/webhooks/${hook.id}`, { active: false })).status).toBe(200)
+      }
+    } finally {
+      for (const socket of sockets) socket.destroy()
+      await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))))
+    }
+  })
+
+  it("Azure's wire server and Teredo addresses are refused at create in every spelling, private addresses allowed or not (400)", async () => {
+    const user = await freshUser()
+    for (
+      const url of [
+        "http://168.63.129.16/machine?comp=goalstate",
+        "http://2822734096/",
+        "http://0xa8.0x3f.0x81.0x10/",
+        "http://[::ffff:168.63.129.16]/",
+        "http://[64:ff9b::a83f:8110]/",
+        "http://[2002:a83f:8110::1]/",
+        "http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/",
+        "http://[2001:0000:4136:E378:8000:63BF:3FFF:FDD2]:8080/hook",
+        "http://[2001::1]/"
+      ]
+    ) {
+      const res = await user.api.post("/api/webhooks", { url, events: ["task.created"] })
+      expect(res.status, `${url} -> ${res.text}`).toBe(400)
+      expect(res.body.code).toBe("VALIDATION_ERROR")
+    }
+    expect((await user.api.get("/api/webhooks")).body.data.webhooks).toEqual([])
+  })
+
   it("redirects are not followed: a 302 is a failed attempt and its target is never called", async () => {
     const user = await freshUser()
     const r = await receiver((q) => (q.path === "/moved" ? { status: 302, headers: { location: "/elsewhere" } } : 200))
@@ -300,5 +354,53 @@ describe("private addresses (CONTRACT §2 SERVICE_WEBHOOK_ALLOW_PRIVATE)", () =>
     }
     await sleep(500)
     expect(r.received).toEqual([])
+  })
+})
+
+describe("private targets refused (SERVICE_WEBHOOK_ALLOW_PRIVATE=false)", () => {
+  let service: TestService
+  let user: TestUser
+
+  beforeAll(async () => {
+    const refusing = Effect.runSync(
+      Effect.withConfigProvider(appConfig, ConfigProvider.fromMap(new Map([["SERVICE_WEBHOOK_ALLOW_PRIVATE", "false"]])))
+    )
+    service = await startService({ webhookAllowPrivate: refusing.webhookAllowPrivate, webhookDispatch: true })
+    user = await service.user("no-homelab")
+  })
+  afterAll(async () => {
+    await service?.stop()
+  })
+
+  it("the service's own port, PostgreSQL's and a closed port on loopback are refused at create (400), nothing stored", async () => {
+    for (
+      const url of [
+        `${service.baseUrl}/api/tasks`,
+        "http://127.0.0.1:4811/api/health",
+        "http://127.0.0.1:5432/",
+        "http://127.0.0.1:1/",
+        "http://[::1]:5432/",
+        "http://10.0.0.1/hook",
+        "http://192.168.1.10:8123/api/webhook/x"
+      ]
+    ) {
+      const res = await user.api.post("/api/webhooks", { url, events: ["task.created"] })
+      expect(res.status, `${url} -> ${res.text}`).toBe(400)
+      expect(res.body.details.url).toMatch(/private/)
+    }
+    expect((await user.api.get("/api/webhooks")).body.data.webhooks).toEqual([])
+  })
+
+  it("a host name resolving to loopback is blocked at connect time, and the log names no address", async () => {
+    const port = await closedPort()
+    const hook = await createWebhook(user.api, `http://localhost:${port}/hook`, ["task.created"])
+    await createTask(user.api, { title: "Stays home" })
+    const log = await eventually(async () => {
+      const entries = await deliveryLog(user.api, hook.id)
+      return entries.length > 0 ? entries : undefined
+    })
+    expect(log[0]).toMatchObject({ attempt: 1, status_code: null, success: false, error: "blocked: private (SERVICE_WEBHOOK_ALLOW_PRIVATE is not true)" })
+    await settled(service, user.id)
+    expect(await deliveryLog(user.api, hook.id)).toHaveLength(1)
   })
 })

@@ -4,7 +4,7 @@ import { embeddedIPv4, ipv6Bytes, refusedAddress } from "../src/services/Webhook
 /**
  * The webhook SSRF address policy (src/services/WebhookNetwork.ts): every IPv6 spelling of
  * an IPv4 address is judged as that IPv4 address; multicast and reserved ranges are always
- * refused; private ranges only when SERVICE_WEBHOOK_ALLOW_PRIVATE is false.
+ * refused, with Azure's wire server and Teredo; private ranges unless SERVICE_WEBHOOK_ALLOW_PRIVATE is true.
  */
 describe("ipv6Bytes", () => {
   it("reads every spelling of one address to the same bytes", () => {
@@ -62,9 +62,31 @@ describe("refusedAddress", () => {
   }
 
   it("metadata and link-local addresses are refused in every form, even with private addresses allowed", () => {
-    for (const v4 of ["169.254.169.254", "100.100.100.200", "169.254.1.1"]) {
+    for (const v4 of ["169.254.169.254", "100.100.100.200", "169.254.1.1", "168.63.129.16"]) {
       for (const a of forms(v4)) expect(refusedAddress(a, true), a).toMatch(/link-local/)
     }
+    // Azure's wire server as 6to4 too; its neighbours are ordinary public addresses.
+    expect(refusedAddress("2002:a83f:8110::1", true)).toMatch(/metadata/)
+    expect(refusedAddress("168.63.129.15", false)).toBeUndefined()
+    expect(refusedAddress("168.63.129.17", false)).toBeUndefined()
+  })
+
+  it("Teredo (2001::/32) is refused in every spelling, private allowed or not; the rest of 2001::/16 is not", () => {
+    for (
+      const a of [
+        "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+        "2001:0000:4136:E378:8000:63BF:3FFF:FDD2",
+        "2001::",
+        "2001::1",
+        "2001:0:ffff:ffff:ffff:ffff:ffff:ffff",
+        "2001:0:4136:e378:8000:63bf:3fff:fdd2%eth0"
+      ]
+    ) {
+      expect(refusedAddress(a, true), a).toMatch(/tunnel/)
+      expect(refusedAddress(a, false), a).toMatch(/tunnel/)
+    }
+    expect(refusedAddress("2001:1::1", false)).toBeUndefined()
+    expect(refusedAddress("2001:4860:4860::8888", false)).toBeUndefined()
   })
 
   it("multicast, 0.0.0.0/8, 240.0.0.0/4 and the broadcast address are refused in every form, private allowed or not", () => {

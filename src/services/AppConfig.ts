@@ -99,6 +99,11 @@ export interface AppConfigShape {
   readonly dataDir: string
   readonly proxyAuthHeader: Option.Option<string>
   readonly proxyTrustedIps: ReadonlyArray<Cidr>
+  /**
+   * `SERVICE_PROXY_TRUSTED_IPS` was set: a proxy stands in front even without proxy auth, so
+   * its `X-Forwarded-*` headers are believed (from `proxyTrustedIps` only).
+   */
+  readonly proxyTrustedIpsSet: boolean
   readonly defaultTimezone: string
   readonly serviceNow: Option.Option<Date>
   readonly webhookAllowPrivate: boolean
@@ -122,6 +127,8 @@ export interface AppConfigShape {
   readonly healthTimeout: Duration.Duration
   /** Review sessions kept in the database at once, over all users and instances (the oldest go first). */
   readonly reviewSessionLimit: number
+  /** `SERVICE_MAX_EVENT_STREAMS`: open `GET /api/events` streams this instance holds, over all users (429 past it). */
+  readonly maxEventStreams: number
   /** `OTEL_EXPORTER_OTLP_*`: where spans go; none: no tracer is installed at all. */
   readonly otlp: Option.Option<OtlpSettings>
   /** `SERVICE_METRICS_TOKEN`: the Bearer token `GET /metrics` asks for; none: open. */
@@ -253,8 +260,13 @@ export const appConfig: Config.Config<AppConfigShape> = Config.all({
   databaseStatementTimeout: boundedInteger("DATABASE_STATEMENT_TIMEOUT_MS", 5000, 100, 3_600_000).pipe(Config.map(Duration.millis)),
   proxyAuthHeader: optionalString("SERVICE_PROXY_AUTH_HEADER"),
   proxyTrustedIps: trustedIps,
+  proxyTrustedIpsSet: Config.option(Config.string("SERVICE_PROXY_TRUSTED_IPS")).pipe(
+    Config.map((value) => Option.isSome(value) && value.value.trim() !== "")
+  ),
   defaultTimezone: timezone,
   serviceNow,
+  // On by default as CONTRACT §2 decides (home-lab receivers on loopback and the LAN); the
+  // delivery log then reports only coarse reasons, so it does not map the host's ports.
   webhookAllowPrivate: bool("SERVICE_WEBHOOK_ALLOW_PRIVATE", true),
   webhookDispatch: bool("SERVICE_WEBHOOK_DISPATCH", true),
   aiProvider: provider,
@@ -272,6 +284,7 @@ export const appConfig: Config.Config<AppConfigShape> = Config.all({
   logLevel: Config.string("LOG_LEVEL").pipe(Config.withDefault("info")),
   healthTimeout: Config.succeed(Duration.seconds(2)),
   reviewSessionLimit: Config.succeed(10_000),
+  maxEventStreams: boundedInteger("SERVICE_MAX_EVENT_STREAMS", 1000, 1, 100_000),
   otlp: otlpConfig,
   metricsToken: Config.option(Config.redacted("SERVICE_METRICS_TOKEN")).pipe(
     Config.map(Option.filter((token) => Redacted.value(token).trim() !== ""))

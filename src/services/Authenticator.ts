@@ -27,7 +27,19 @@ const READS = new Set(["GET", "HEAD", "OPTIONS"])
 
 const PLAIN_HOST = /^(?:[a-z0-9](?:[a-z0-9.-]{0,251}[a-z0-9])?|\[[0-9a-f:.]{2,45}\])(?::\d{1,5})?$/
 
-const firstValue = (header: string | undefined) => header?.split(",")[0]?.trim().toLowerCase()
+/**
+ * The value the trusted proxy itself added: a proxy that appends to a client's own
+ * `X-Forwarded-*` header puts its value last, so the earlier ones are the client's word.
+ */
+const lastValue = (header: string | undefined) => header?.split(",").at(-1)?.trim().toLowerCase()
+
+/**
+ * `GET /api/review` starts a review session, replacing the user's live one (spec §4.4 makes
+ * it a GET), so a cookie request for it is judged like a write: a cross-site link would
+ * otherwise void the session the user is about to execute.
+ */
+const startsReviewSession = (method: string, url: string) =>
+  (method === "GET" || method === "HEAD") && url.split("?")[0] === "/api/review"
 
 const hostOf = (origin: string): string | undefined => {
   try {
@@ -46,7 +58,7 @@ const hostOf = (origin: string): string | undefined => {
  * …/done) needs no content type. Clients that send neither header (curl) are not browsers.
  */
 const crossSiteReason = (request: HttpServerRequest.HttpServerRequest, forwardedHost: string | undefined) => {
-  if (READS.has(request.method)) return undefined
+  if (READS.has(request.method) && !startsReviewSession(request.method, request.url)) return undefined
   const site = request.headers["sec-fetch-site"]?.trim().toLowerCase()
   if (site !== undefined && site !== "same-origin" && site !== "none") {
     return `Cookie-authenticated writes must come from this origin (Sec-Fetch-Site: ${site})`
@@ -91,6 +103,8 @@ export class Authenticator extends Effect.Service<Authenticator>()("steady/Authe
     }
 
     const bearer = (value: string) => {
+      // "Bearer" with nothing after it is what a script sends when its token variable is empty.
+      if (/^\s*(Bearer)?\s*$/i.test(value)) return Effect.fail(unauthorized("Missing token: the Authorization header has no Bearer token"))
       const match = /^Bearer\s+(\S+)\s*$/i.exec(value)
       if (match === null) return Effect.fail(unauthorized("Malformed Authorization header; expected Bearer <token>"))
       return Effect.flatMap(credentials.verifyToken(match[1]!), (found) =>
@@ -100,23 +114,31 @@ export class Authenticator extends Effect.Service<Authenticator>()("steady/Authe
         }))
     }
 
-    const fromTrustedProxy = (request: HttpServerRequest.HttpServerRequest) => {
+    /**
+     * Only an operator who put a proxy in front (proxy auth, or a trust list of their own)
+     * gets `X-Forwarded-*` believed. The default trust list is loopback, so without this any
+     * local process could name the Host the cookie Origin check compares with, and the scheme.
+     */
+    const proxyConfigured = Option.isSome(config.proxyAuthHeader) || config.proxyTrustedIpsSet
+
+    const forwarded = (request: HttpServerRequest.HttpServerRequest, name: "x-forwarded-host" | "x-forwarded-proto") => {
+      if (!proxyConfigured) return undefined
       const peer = Option.getOrUndefined(request.remoteAddress)
-      return peer !== undefined && trusted(peer)
+      return peer !== undefined && trusted(peer) ? lastValue(request.headers[name]) : undefined
     }
 
     /** HTTPS as far as we can know: we serve plain HTTP, so only a trusted proxy can say so. */
-    const viaHttps = (request: HttpServerRequest.HttpServerRequest) =>
-      fromTrustedProxy(request) && firstValue(request.headers["x-forwarded-proto"]) === "https"
+    const viaHttps = (request: HttpServerRequest.HttpServerRequest) => forwarded(request, "x-forwarded-proto") === "https"
 
     /**
-     * Where clients reach us, for links we hand out (the calendar feed): a trusted proxy's
-     * X-Forwarded-Proto/Host, else our Host header; a value that is not a plain host[:port]
+     * Where clients reach us, for links we hand out (the calendar feed): a configured and
+     * trusted proxy's X-Forwarded-Proto/Host, else our Host header; a value that is not a plain host[:port]
      * is ignored, so a forged header cannot inject text into a link.
      */
     const publicOrigin = (request: HttpServerRequest.HttpServerRequest): string => {
-      const forwarded = fromTrustedProxy(request) ? firstValue(request.headers["x-forwarded-host"]) : undefined
-      const host = [forwarded, request.headers["host"]?.trim().toLowerCase()].find((h) => h !== undefined && PLAIN_HOST.test(h))
+      const host = [forwarded(request, "x-forwarded-host"), request.headers["host"]?.trim().toLowerCase()].find((h) =>
+        h !== undefined && PLAIN_HOST.test(h)
+      )
       return `${viaHttps(request) ? "https" : "http"}://${host ?? "localhost"}`
     }
 
@@ -146,14 +168,13 @@ export class Authenticator extends Effect.Service<Authenticator>()("steady/Authe
 
         const cookie = Cookies.parseHeader(request.headers["cookie"] ?? "")[SESSION_COOKIE]
         if (cookie !== undefined && cookie !== "") {
-          const forwardedHost = fromTrustedProxy(request) ? firstValue(request.headers["x-forwarded-host"]) : undefined
-          const refusal = crossSiteReason(request, forwardedHost)
+          const refusal = crossSiteReason(request, forwarded(request, "x-forwarded-host"))
           if (refusal !== undefined) return yield* Effect.fail(new Forbidden({ message: refusal }))
           const user = yield* credentials.verifySession(cookie)
           if (Option.isSome(user)) return user.value
           return yield* Effect.fail(unauthorized("Session expired or signed out"))
         }
-        return yield* Effect.fail(unauthorized("Authentication required"))
+        return yield* Effect.fail(unauthorized("Missing credentials: send Authorization: Bearer <token>"))
       })
 
     return { authenticate, bearerToken, viaHttps, publicOrigin } as const

@@ -2,15 +2,19 @@ import * as Net from "node:net"
 
 /**
  * Which resolved addresses a webhook may connect to (CONTRACT §2). Link-local, metadata,
- * multicast and reserved addresses are always refused (no HTTP receiver lives there, and
- * some reach the host's own network); loopback and private ranges only when
- * SERVICE_WEBHOOK_ALLOW_PRIVATE is false.
+ * multicast, reserved and tunnel addresses are always refused (no HTTP receiver lives there,
+ * and some reach the host's own network); loopback and private ranges unless
+ * SERVICE_WEBHOOK_ALLOW_PRIVATE is true.
  */
 const alwaysBlocked = new Net.BlockList()
 alwaysBlocked.addSubnet("169.254.0.0", 16, "ipv4")
 alwaysBlocked.addSubnet("fe80::", 10, "ipv6")
 alwaysBlocked.addAddress("fd00:ec2::254", "ipv6")
 alwaysBlocked.addAddress("100.100.100.200", "ipv4")
+// Azure's wire server: instance metadata and the VM agent's channel, on a public address.
+alwaysBlocked.addAddress("168.63.129.16", "ipv4")
+// Teredo tunnels to an IPv4 host named inside the address (XOR-obscured), past the IPv4 rules.
+alwaysBlocked.addSubnet("2001::", 32, "ipv6")
 // "This network" (0.0.0.0 connects to the local host on Linux), multicast, and the reserved
 // block up to and including the limited broadcast address.
 alwaysBlocked.addSubnet("0.0.0.0", 8, "ipv4")
@@ -80,20 +84,34 @@ export const embeddedIPv4 = (address: string): string | undefined => {
   return undefined
 }
 
-const judge = (address: string, family: "ipv4" | "ipv6", allowPrivate: boolean): string | undefined => {
-  if (alwaysBlocked.check(address, family)) return `address ${address} is link-local, multicast, reserved or a metadata address`
-  if (!allowPrivate && privateRanges.check(address, family)) {
-    return `address ${address} is private (SERVICE_WEBHOOK_ALLOW_PRIVATE=false)`
-  }
+/** Why an address is refused, in classes coarse enough to show a user who did not type it. */
+export type Refusal = "special" | "private" | "not-ip"
+
+export const REFUSAL_TEXT: Readonly<Record<Refusal, string>> = {
+  special: "link-local, multicast, reserved, tunnel or a metadata address",
+  private: "private (SERVICE_WEBHOOK_ALLOW_PRIVATE is not true)",
+  "not-ip": "not an IP address"
+}
+
+const judge = (address: string, family: "ipv4" | "ipv6", allowPrivate: boolean): Refusal | undefined => {
+  if (alwaysBlocked.check(address, family)) return "special"
+  if (!allowPrivate && privateRanges.check(address, family)) return "private"
   return undefined
 }
 
-/** The reason an address is refused, or undefined when it may be used. */
-export const refusedAddress = (address: string, allowPrivate: boolean): string | undefined => {
+/** The class of refusal for an address, or undefined when it may be used. */
+export const refusalOf = (address: string, allowPrivate: boolean): Refusal | undefined => {
   if (Net.isIPv4(address)) return judge(address, "ipv4", allowPrivate)
   const plain = address.replace(/%.*$/, "")
-  if (!Net.isIPv6(plain)) return `not an IP address: ${address}`
+  if (!Net.isIPv6(plain)) return "not-ip"
   // The IPv6 form is judged too: a local-use NAT64 prefix is private whatever it carries.
   const v4 = embeddedIPv4(plain)
   return (v4 === undefined ? undefined : judge(v4, "ipv4", allowPrivate)) ?? judge(plain, "ipv6", allowPrivate)
+}
+
+/** The reason an address is refused, naming it (for the address a user typed), or undefined. */
+export const refusedAddress = (address: string, allowPrivate: boolean): string | undefined => {
+  const refusal = refusalOf(address, allowPrivate)
+  if (refusal === undefined) return undefined
+  return refusal === "not-ip" ? `not an IP address: ${address}` : `address ${address} is ${REFUSAL_TEXT[refusal]}`
 }

@@ -1,11 +1,11 @@
-import { HttpBody, type HttpClientError, HttpClientRequest } from "@effect/platform"
+import { HttpBody, HttpClient, type HttpClientError, HttpClientRequest } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
 import { Duration, Effect, Stream } from "effect"
 import * as Crypto from "node:crypto"
 import * as Dns from "node:dns"
 import * as Net from "node:net"
 import { AppConfig } from "./AppConfig.js"
-import { refusedAddress } from "./WebhookNetwork.js"
+import { REFUSAL_TEXT, type Refusal, refusalOf } from "./WebhookNetwork.js"
 
 /** Spec §6: 10 seconds per request. */
 export const WEBHOOK_TIMEOUT = Duration.seconds(10)
@@ -25,7 +25,13 @@ export const standardSignature = (secret: string, id: string, timestamp: number,
 
 class Blocked extends Error {
   override readonly name = "Blocked"
+  constructor(readonly refusal: Refusal) {
+    super(REFUSAL_TEXT[refusal])
+  }
 }
+
+/** The address is left out: for a host name it is what DNS said, which the user did not type. */
+const blocked = (refusal: Refusal) => `blocked: ${REFUSAL_TEXT[refusal]}`
 
 /** DNS resolution that refuses forbidden addresses, so the check holds at connect time. */
 const guardedLookup = (allowPrivate: boolean): Net.LookupFunction => (hostname, options, callback) => {
@@ -33,8 +39,8 @@ const guardedLookup = (allowPrivate: boolean): Net.LookupFunction => (hostname, 
     if (error) return (callback as (e: Error) => void)(error)
     const list = addresses as Array<Dns.LookupAddress>
     for (const a of list) {
-      const reason = refusedAddress(a.address, allowPrivate)
-      if (reason !== undefined) return (callback as (e: Error) => void)(new Blocked(reason))
+      const refusal = refusalOf(a.address, allowPrivate)
+      if (refusal !== undefined) return (callback as (e: Error) => void)(new Blocked(refusal))
     }
     if (options.all) return (callback as (e: null, a: Array<Dns.LookupAddress>) => void)(null, list)
     const first = list[0]
@@ -43,22 +49,24 @@ const guardedLookup = (allowPrivate: boolean): Net.LookupFunction => (hostname, 
   })
 }
 
+/**
+ * The delivery log is read by the webhook's owner, who may point it anywhere: it says only
+ * refused, not found, blocked or "connection failed", never a socket error's own text.
+ * A reset, a non-HTTP answer or a TLS failure would each tell what listens on a port.
+ */
 const describe = (error: unknown): string => {
-  if (error instanceof Blocked) return `blocked: ${error.message}`
+  if (error instanceof Blocked) return blocked(error.refusal)
   const code = (error as NodeJS.ErrnoException)?.code
   switch (code) {
     case "ECONNREFUSED":
       return "connection refused"
-    case "ECONNRESET":
-      return "connection reset"
     case "ENOTFOUND":
     case "EAI_AGAIN":
       return "host not found"
-    case "EHOSTUNREACH":
-    case "ENETUNREACH":
-      return "host unreachable"
+    case "ETIMEDOUT":
+      return "timeout"
     default:
-      return error instanceof Error ? error.message : String(error)
+      return "connection failed"
   }
 }
 
@@ -80,7 +88,11 @@ export class WebhookSender extends Effect.Service<WebhookSender>()("steady/Webho
     const config = yield* AppConfig
     const allowPrivate = config.webhookAllowPrivate
     const agent = yield* NodeHttpClient.makeAgent({ lookup: guardedLookup(allowPrivate), keepAlive: false })
-    const client = yield* Effect.provideService(NodeHttpClient.make, NodeHttpClient.HttpAgent, agent)
+    // No client span: a webhook URL's path or query is often the receiver's credential
+    // (Slack, Discord, Home Assistant), and without the span no traceparent goes out either.
+    const client = (yield* Effect.provideService(NodeHttpClient.make, NodeHttpClient.HttpAgent, agent)).pipe(
+      HttpClient.withTracerDisabledWhen(() => true)
+    )
 
     /**
      * One POST of frozen body bytes. A literal IP is checked here (no lookup runs for
@@ -96,8 +108,8 @@ export class WebhookSender extends Effect.Service<WebhookSender>()("steady/Webho
         }
         const host = target.hostname.replace(/^\[|\]$/g, "")
         if (Net.isIP(host) !== 0) {
-          const reason = refusedAddress(host, allowPrivate)
-          if (reason !== undefined) return Effect.succeed({ statusCode: null, error: `blocked: ${reason}` })
+          const refusal = refusalOf(host, allowPrivate)
+          if (refusal !== undefined) return Effect.succeed({ statusCode: null, error: blocked(refusal) })
         }
         const { "content-type": contentType = "application/json", ...rest } = headers
         const request = HttpClientRequest.post(target, {

@@ -90,6 +90,9 @@ export const startService = async (
     // Outbox events and undo entries stay put while a test compares snapshots of them;
     // retention.test.ts runs the purges itself.
     compactionInterval: Duration.hours(1),
+    // The tests' webhook receivers listen on 127.0.0.1, which the production default refuses;
+    // a test of that default passes the default value in `overrides`.
+    webhookAllowPrivate: true,
     ...overrides
   })
   const runtime = ManagedRuntime.make(
