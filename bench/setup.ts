@@ -206,13 +206,15 @@ export const withExec = async <A>(fresh: FreshDatabase, use: (exec: Exec) => Pro
 }
 
 /**
- * The V8 flags `npm start` gives the service (package.json's start script), so the bench runs
- * the process a user runs (an earlier build of `BENCH_BEFORE_DIST` too, so both run alike).
+ * The V8 flags `npm start` gives the service (package.json's start script, which runs the
+ * launcher `scripts/start.mjs` and with it `dist/src/main.js` in one node process), so the
+ * bench runs the process a user runs (an earlier build of `BENCH_BEFORE_DIST` too, so both
+ * run alike).
  */
 export const serviceNodeFlags = (): ReadonlyArray<string> => {
   const start: string = JSON.parse(Fs.readFileSync(Path.join(ROOT, "package.json"), "utf8")).scripts.start
-  const command = /\bnode\s+(.*?)\s*dist\/src\/main\.js/.exec(start)
-  if (command === null) throw new Error(`package.json's start script does not run dist/src/main.js: ${start}`)
+  const command = /\bnode\s+(.*?)\s*(?:dist\/src\/main\.js|scripts\/start\.mjs)/.exec(start)
+  if (command === null) throw new Error(`package.json's start script runs neither scripts/start.mjs nor dist/src/main.js: ${start}`)
   return command[1]!.split(/\s+/).filter((flag) => flag !== "")
 }
 

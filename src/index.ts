@@ -1,9 +1,12 @@
 /**
  * Steady as a library: the API definition, its handlers and services as layers that take
- * an `SqlClient` (and `AppConfig`) from the host. Nothing here starts a server or opens a
- * database by itself.
+ * an `SqlClient` (and `AppConfig`) from the host, and a typed client of a running service.
+ * Nothing here starts a server or opens a database by itself.
  */
 export { Api } from "./http/Api.js"
+export { type ClientOptions, makeClient, type SteadyClient } from "./http/Client.js"
+// Ids are branded: a caller of the client brands the numbers it got back (`TaskId.make(id)`).
+export { ProjectId, TaskId, TimeSlotId, TokenId, UserId, WebhookId } from "./domain/Ids.js"
 export { ApiLive, GroupsLive, HttpServerLive, makeNodeServer } from "./http/HttpLive.js"
 export { errorResponse, ErrorEnvelopeLive, MAX_BODY_BYTES, withErrorEnvelope } from "./http/ErrorResponses.js"
 export { withRequestId } from "./http/RequestId.js"

@@ -1,5 +1,6 @@
 import { HttpApi } from "@effect/platform"
 import { Api } from "./Api.js"
+import { DOOR_ROUTES } from "./SystemApi.js"
 
 interface Route {
   readonly pattern: RegExp
@@ -21,6 +22,8 @@ const routes: ReadonlyArray<Route> = (() => {
       out.push({ pattern: patternOf(path), method: endpoint.method, literal: !path.includes(":"), path })
     }
   })
+  // Served beside the API: `POST /docs` is a 405 like `POST /api/health`, not a 404.
+  for (const { method, path } of DOOR_ROUTES) out.push({ pattern: patternOf(path), method, literal: true, path })
   return out
 })()
 

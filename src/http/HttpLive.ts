@@ -24,7 +24,7 @@ import { BulkHttpLive } from "./BulkHttp.js"
 import { PublicHttpLive } from "./PublicHttp.js"
 import { TriageHttpLive } from "./TriageHttp.js"
 import { AuthenticationLive } from "./Security.js"
-import { SystemHttpLive } from "./SystemHttp.js"
+import { DoorLive, SystemHttpLive } from "./SystemHttp.js"
 import { TasksHttpLive } from "./TasksHttp.js"
 
 /**
@@ -77,8 +77,10 @@ export const NodeServerLive = Layer.unwrapEffect(
 )
 
 /**
- * Serves the API, counting requests per route for `/metrics`. A span per request only when
- * an OTLP endpoint is configured: the tracing middleware costs even with tracing off.
+ * Serves the API and the pages at its door (`/`, `/docs`), counting requests per route for
+ * `/metrics`. A span per request only when an OTLP endpoint is configured: the tracing
+ * middleware costs even with tracing off. The door pages are the server's, not `ApiLive`'s,
+ * so a host that mounts the API keeps its own `/`.
  */
 export const HttpServerLive = Layer.unwrapEffect(
   Effect.gen(function*() {
@@ -87,7 +89,7 @@ export const HttpServerLive = Layer.unwrapEffect(
     return HttpApiBuilder.serve(measureRequests(metrics)).pipe(
       HttpMiddleware.withTracerDisabledWhen(() => !tracing),
       HttpMiddleware.withSpanNameGenerator(requestSpanName),
-      Layer.provide(ApiLive),
+      Layer.provide(Layer.merge(ApiLive, DoorLive)),
       HttpServer.withLogAddress
     )
   })

@@ -1,5 +1,6 @@
 import { HttpApi } from "@effect/platform"
 import { Api } from "./Api.js"
+import { DOOR_ROUTES } from "./SystemApi.js"
 
 interface ParamRoute {
   readonly path: string
@@ -26,6 +27,11 @@ HttpApi.reflect(Api, {
     parametric.set(endpoint.method, list)
   }
 })
+// The pages served beside the API get their own label too, not `unmatched`.
+for (const { method, path } of DOOR_ROUTES) {
+  literal.set(`${method} ${path}`, path)
+  literalPaths.add(path)
+}
 // The router prefers a literal segment over a parameter at the same place; so does this.
 for (const list of parametric.values()) {
   const rank = (route: ParamRoute) => route.segments.map((s) => (s === null ? "1" : "0")).join("")

@@ -40,6 +40,16 @@ export const OpenApiDocument = Schema.Unknown.annotations({
   }
 }).pipe(HttpApiSchema.withEncoding({ kind: "Json", contentType: "text/yaml" }))
 
+/**
+ * Pages for people, public like `/api/health`: a front page and the API reference. Plain
+ * routes beside the API rather than endpoints of it, so the document describes the JSON
+ * interface only and stays as it is.
+ */
+export const DOOR_ROUTES: ReadonlyArray<{ readonly method: "GET"; readonly path: "/" | "/docs" }> = [
+  { method: "GET", path: "/" },
+  { method: "GET", path: "/docs" }
+]
+
 /** Public endpoints: no authentication, no `{data}` envelope (spec §1, §4.1). */
 export class SystemApi extends HttpApiGroup.make("system")
   .add(
