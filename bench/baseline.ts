@@ -77,7 +77,7 @@ const readBody = (req: Http.IncomingMessage) =>
 const url = process.env.DATABASE_URL
 if (url === undefined || url === "") throw new Error("DATABASE_URL is required")
 
-// The service's pool settings (src/services/Database.ts makePool).
+// The service's pool settings (src/sql/Database.ts makePool).
 const pool = new Pg.Pool({
   connectionString: url,
   max: 10,

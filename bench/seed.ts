@@ -1,6 +1,6 @@
 import * as Crypto from "node:crypto"
-import { DEFAULT_PREFERENCES } from "../src/domain/Preferences.js"
-import { DEFAULT_TIME_SLOTS, INBOX_NAME } from "../src/domain/Slots.js"
+import { DEFAULT_PREFERENCES } from "../src/accounts/Preferences.js"
+import { DEFAULT_TIME_SLOTS, INBOX_NAME } from "../src/slots/Slots.js"
 
 /**
  * Seeds a migrated Steady database with direct SQL: 20 users, each with an Inbox, three

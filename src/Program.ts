@@ -1,13 +1,13 @@
 import { Layer } from "effect"
 import { HttpServerLive, NodeServerLive } from "./http/HttpLive.js"
-import { AppConfig } from "./services/AppConfig.js"
-import { DatabaseLive } from "./services/Database.js"
-import { LocalControlLive } from "./services/LocalControl.js"
-import { SchedulerLive } from "./scheduler/SchedulerLive.js"
-import { MigrationsLive } from "./services/Migrations.js"
-import { ServiceClockLive } from "./services/ServiceClock.js"
-import { ServicesLive } from "./services/ServicesLive.js"
-import { TracingLive } from "./services/Tracing.js"
+import { AppConfig } from "./kernel/AppConfig.js"
+import { DatabaseLive } from "./sql/Database.js"
+import { LocalControlLive } from "./accounts/LocalControl.js"
+import { SchedulerLive } from "./system/SchedulerLive.js"
+import { MigrationsLive } from "./sql/Migrations.js"
+import { ServiceClockLive } from "./kernel/ServiceClock.js"
+import { ServicesLive } from "./system/ServicesLive.js"
+import { TracingLive } from "./kernel/Tracing.js"
 
 /** The database chosen by the configuration, migrated before anything uses it. */
 export const MigratedDatabaseLive = MigrationsLive.pipe(Layer.provideMerge(DatabaseLive))

@@ -1,12 +1,12 @@
 import { NodeRuntime } from "@effect/platform-node"
 import { ConfigError, Data, Effect, Layer, Logger, LogLevel, Option } from "effect"
 import { MigratedDatabaseLive } from "./Program.js"
-import { AppConfig, formatConfigError } from "./services/AppConfig.js"
-import { Credentials } from "./services/Credentials.js"
-import { DataDirLocked } from "./services/DataDirLock.js"
-import { askService, ControlError, type IssuedToken, issueToken, listUsers, tokenRequest } from "./services/LocalControl.js"
-import { ServiceClockLive } from "./services/ServiceClock.js"
-import { Users } from "./services/Users.js"
+import { AppConfig, formatConfigError } from "./kernel/AppConfig.js"
+import { Credentials } from "./accounts/Credentials.js"
+import { DataDirLocked } from "./sql/DataDirLock.js"
+import { askService, ControlError, type IssuedToken, issueToken, listUsers, tokenRequest } from "./accounts/LocalControl.js"
+import { ServiceClockLive } from "./kernel/ServiceClock.js"
+import { Users } from "./accounts/Users.js"
 
 class UsageError extends Data.TaggedError("UsageError")<{ readonly message: string }> {}
 

@@ -1,7 +1,7 @@
 import { Cause, ConfigError, Effect, Exit, Fiber, Layer, Logger, LogLevel } from "effect"
 import { drainServers } from "./http/GracefulStop.js"
-import { formatConfigError } from "./services/AppConfig.js"
-import { DataDirLocked } from "./services/DataDirLock.js"
+import { formatConfigError } from "./kernel/AppConfig.js"
+import { DataDirLocked } from "./sql/DataDirLock.js"
 import { ServiceLive } from "./Program.js"
 
 const LOG_LEVEL_ALIASES: Record<string, string> = { warning: "warn", err: "error", critical: "fatal", off: "none" }

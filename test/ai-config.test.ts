@@ -1,6 +1,6 @@
 import { ConfigProvider, Effect, Either, Option } from "effect"
 import { describe, expect, it } from "vitest"
-import { appConfig, formatConfigError } from "../src/services/AppConfig.js"
+import { appConfig, formatConfigError } from "../src/kernel/AppConfig.js"
 
 /* Issue 11 / CONTRACT §2: the SERVICE_AI_* variables. */
 

@@ -1,6 +1,6 @@
 import { Duration, Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type AppConfigShape, DEFAULT_AI_TUNING } from "../src/services/AppConfig.js"
+import { type AppConfigShape, DEFAULT_AI_TUNING } from "../src/kernel/AppConfig.js"
 import { type FakeAi, type FakeRequest, startFakeAi } from "./support/fakeAi.js"
 import { freezeServiceClock } from "./support/frozen-clock.js"
 import { query } from "./support/rows.js"

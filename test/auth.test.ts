@@ -1,7 +1,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Either, Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { parseCidrList } from "../src/services/AppConfig.js"
+import { parseCidrList } from "../src/kernel/AppConfig.js"
 import { startService, type TestService, type TestUser } from "./support/service.js"
 
 const UNAUTHORIZED = { error: expect.any(String), code: "UNAUTHORIZED", details: {} }

@@ -1,6 +1,6 @@
 import { Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
-import { parseCidrList } from "../src/services/AppConfig.js"
+import { parseCidrList } from "../src/kernel/AppConfig.js"
 import { startService, type TestService, type TestUser } from "./support/service.js"
 
 /**

@@ -4,7 +4,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { Effect, Exit, Scope } from "effect"
 import { afterAll, describe, expect, it } from "vitest"
-import { lockDataDir } from "../src/services/DataDirLock.js"
+import { lockDataDir } from "../src/sql/DataDirLock.js"
 
 const dirs: Array<string> = []
 const tempDir = () => {
@@ -74,7 +74,7 @@ describe("the embedded data directory lock", () => {
 
   it("a forced exit while holding the lock (process.exit, as on a late second stop signal) leaves no lock behind", () => {
     const dir = tempDir()
-    const module = Path.resolve("src/services/DataDirLock.ts")
+    const module = Path.resolve("src/sql/DataDirLock.ts")
     const code = `
       import { Effect } from "effect"
       import { lockDataDir } from ${JSON.stringify(module)}

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as Yaml from "yaml"
-import { wantsJson } from "../src/http/SystemHttp.js"
+import { wantsJson } from "../src/system/SystemHttp.js"
 import { startService, type TestService } from "./support/service.js"
 
 /** `src` and `href` attributes of script, link and img tags, where a page would load from. */

@@ -1,8 +1,8 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Exit, Fiber, Layer, ManagedRuntime } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { commitWithNextStatement } from "../src/services/PgGuard.js"
-import { layerPglite } from "../src/services/PgliteClient.js"
+import { commitWithNextStatement } from "../src/sql/PgGuard.js"
+import { layerPglite } from "../src/sql/PgliteClient.js"
 
 /** The embedded client on its own thread, over an in-memory database (no DATA_DIR needed). */
 const runtime = ManagedRuntime.make(layerPglite(undefined).pipe(Layer.orDie))

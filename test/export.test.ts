@@ -1,7 +1,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { EXPORT_PAGE } from "../src/services/Exporter.js"
+import { EXPORT_PAGE } from "../src/history/Exporter.js"
 import { startService, type TestService, type TestUser } from "./support/service.js"
 import { createTask, expectServiceTime, inboxOf, TASK_FIELDS } from "./support/tasks.js"
 
@@ -64,7 +64,7 @@ const parseCsv = (text: string): Array<Array<string>> => {
   return rows
 }
 
-/** What a cell should read once unquoted (the oracle for the rules of src/domain/Csv.ts). */
+/** What a cell should read once unquoted (the oracle for the rules of src/history/Csv.ts). */
 const cellText = (value: unknown): string => {
   if (value === null || value === undefined) return ""
   if (typeof value === "string") return /^[=+\-@\t\r]/.test(value) ? `'${value}` : value

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Deferred, Effect, Exit, Fiber, FiberRef } from "effect"
-import { locallyAll } from "../src/services/FiberLocals.js"
+import { locallyAll } from "../src/kernel/FiberLocals.js"
 
 /** Several FiberRefs set for one run in one go (the keyed write path), and given back after. */
 describe("locallyAll", () => {

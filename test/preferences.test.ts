@@ -1,7 +1,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { now } from "../src/services/ServiceClock.js"
+import { now } from "../src/kernel/ServiceClock.js"
 import { startService, type TestService, type TestUser } from "./support/service.js"
 
 const NOW = new Date("2031-05-20T08:30:00.000Z")

@@ -1,9 +1,9 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { OutageTracker, makeGuardedPool } from "../src/services/PgGuard.js"
-import { layerPglite } from "../src/services/PgliteClient.js"
-import { namedQuery, StatementCache } from "../src/services/PreparedStatements.js"
+import { OutageTracker, makeGuardedPool } from "../src/sql/PgGuard.js"
+import { layerPglite } from "../src/sql/PgliteClient.js"
+import { namedQuery, StatementCache } from "../src/sql/PreparedStatements.js"
 import { databaseKind, freshDatabase, type TestDatabase } from "./support/database.js"
 
 /*

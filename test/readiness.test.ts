@@ -4,8 +4,8 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as Yaml from "yaml"
-import { Liveness } from "../src/services/Liveness.js"
-import { MIGRATIONS_TABLE } from "../src/services/Migrations.js"
+import { Liveness } from "../src/system/Liveness.js"
+import { MIGRATIONS_TABLE } from "../src/sql/Migrations.js"
 import { startService, type TestService } from "./support/service.js"
 
 /** The migrations this code ships, `0001_foundation` …, in order. */

@@ -1,6 +1,6 @@
 import { Option } from "effect"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
-import { rollForwardMissedReminders } from "../src/scheduler/ReminderRollForward.js"
+import { rollForwardMissedReminders } from "../src/quotas/ReminderRollForward.js"
 import { type FrozenClock, freezeServiceClock } from "./support/frozen-clock.js"
 import { startService, type TestService } from "./support/service.js"
 import { createTask } from "./support/tasks.js"

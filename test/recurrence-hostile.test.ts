@@ -1,7 +1,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { rollForwardMissedReminders } from "../src/scheduler/ReminderRollForward.js"
+import { rollForwardMissedReminders } from "../src/quotas/ReminderRollForward.js"
 import { snapshot } from "./support/rows.js"
 import { startService, type TestService, type TestUser } from "./support/service.js"
 import { createTask } from "./support/tasks.js"

@@ -1,6 +1,6 @@
 import { Option } from "effect"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
-import { REVIEW_SESSION_LIFETIME_MS } from "../src/services/Review.js"
+import { REVIEW_SESSION_LIFETIME_MS } from "../src/triage/Review.js"
 import { freshDatabase, type TestDatabase } from "./support/database.js"
 import { type FrozenClock, freezeServiceClock } from "./support/frozen-clock.js"
 import { snapshot, undoEntries } from "./support/rows.js"

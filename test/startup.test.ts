@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url"
 import Pg from "pg"
 import { ConfigProvider, Effect, Either } from "effect"
 import { afterAll, describe, expect, it } from "vitest"
-import { appConfig, formatConfigError } from "../src/services/AppConfig.js"
+import { appConfig, formatConfigError } from "../src/kernel/AppConfig.js"
 import { freshDatabase, serverUrl, type TestDatabase } from "./support/database.js"
 import { makeClient } from "./support/service.js"
 

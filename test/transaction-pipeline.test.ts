@@ -1,6 +1,6 @@
 import Pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { answersAtOnce, commitWithNextStatement, makeGuardedPool, OutageTracker } from "../src/services/PgGuard.js"
+import { answersAtOnce, commitWithNextStatement, makeGuardedPool, OutageTracker } from "../src/sql/PgGuard.js"
 import { databaseKind, freshDatabase, type TestDatabase } from "./support/database.js"
 
 /*

@@ -1,7 +1,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { UndoService } from "../src/services/UndoService.js"
+import { UndoService } from "../src/undo/UndoService.js"
 import { freshDatabase, type TestDatabase } from "./support/database.js"
 import { sweep } from "./support/quotas.js"
 import { snapshot } from "./support/rows.js"

@@ -1,7 +1,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Option } from "effect"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
-import { Quotas } from "../src/services/Quotas.js"
+import { Quotas } from "../src/quotas/Quotas.js"
 import { freshDatabase, type TestDatabase } from "./support/database.js"
 import { dailyStats, outboxEvents, query, undoEntries } from "./support/rows.js"
 import { startService, type TestService, type TestUser } from "./support/service.js"

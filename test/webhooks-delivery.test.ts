@@ -1,7 +1,7 @@
 import { ConfigProvider, Effect } from "effect"
 import * as Net from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { appConfig } from "../src/services/AppConfig.js"
+import { appConfig } from "../src/kernel/AppConfig.js"
 import { freshDatabase, type TestDatabase } from "./support/database.js"
 import {
   closedPort,

@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { WebhookDeliveries } from "../src/services/WebhookDeliveries.js"
+import { WebhookDeliveries } from "../src/webhooks/WebhookDeliveries.js"
 import { databaseKind, freshDatabase, type TestDatabase } from "./support/database.js"
 import { eventually, header, type Receiver, sleep, startReceiver, verifySignatures } from "./support/receiver.js"
 import { query } from "./support/rows.js"

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest"
-import { embeddedIPv4, ipv6Bytes, refusedAddress } from "../src/services/WebhookNetwork.js"
+import { embeddedIPv4, ipv6Bytes, refusedAddress } from "../src/webhooks/WebhookNetwork.js"
 
 /**
- * The webhook SSRF address policy (src/services/WebhookNetwork.ts): every IPv6 spelling of
+ * The webhook SSRF address policy (src/webhooks/WebhookNetwork.ts): every IPv6 spelling of
  * an IPv4 address is judged as that IPv4 address; multicast and reserved ranges are always
  * refused, with Azure's wire server and Teredo; private ranges unless SERVICE_WEBHOOK_ALLOW_PRIVATE is true.
  */

@@ -1,8 +1,8 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Option, ParseResult, Schema } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { CompletionRow, ProjectRow, QuotaPeriodRow, TaskRow, TimeSlotRow } from "../src/domain/Rows.js"
-import { Task } from "../src/domain/Task.js"
+import { CompletionRow, ProjectRow, QuotaPeriodRow, TaskRow, TimeSlotRow } from "../src/pipeline/Rows.js"
+import { Task } from "../src/tasks/Task.js"
 import {
   CompletionsTable,
   decodeRow,
@@ -13,7 +13,7 @@ import {
   type TableSpec,
   TasksTable,
   TimeSlotsTable
-} from "../src/services/Tables.js"
+} from "../src/pipeline/Tables.js"
 import { startService, type TestService, type TestUser } from "./support/service.js"
 import { createTask, TASK_FIELDS } from "./support/tasks.js"
 
@@ -97,7 +97,7 @@ describe("what the database renders is what the Task schema declares", () => {
 
 /*
  * Issue 12 item 1: the rows the mutation pipeline locks and writes are typed by the row
- * schemas of `domain/Rows.ts`, and decoded by `decodeRow` (column kinds, no schema work per
+ * schemas of `pipeline/Rows.ts`, and decoded by `decodeRow` (column kinds, no schema work per
  * row). This holds the decoder, the table specs and the schemas together over real rows.
  */
 describe("the pipeline's rows are what the row schemas declare", () => {

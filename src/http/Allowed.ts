@@ -1,6 +1,6 @@
 import { HttpApi } from "@effect/platform"
 import { Api } from "./Api.js"
-import { DOOR_ROUTES } from "./SystemApi.js"
+import { DOOR_ROUTES } from "../system/SystemApi.js"
 
 interface Route {
   readonly pattern: RegExp

@@ -1,6 +1,6 @@
 import { HttpServerResponse } from "@effect/platform"
 import { Effect, type Schema } from "effect"
-import { CurrentUser, type CurrentUserShape } from "../services/CurrentUser.js"
+import { CurrentUser, type CurrentUserShape } from "../kernel/CurrentUser.js"
 
 /**
  * A handler's whole body, for the current user. What `body` yields must have the encoded type

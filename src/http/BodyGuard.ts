@@ -2,7 +2,7 @@ import { HttpServerError, type HttpServerRequest } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Deferred, Effect, FiberId } from "effect"
 import { IncomingMessage } from "node:http"
-import { ValidationError } from "../domain/Errors.js"
+import { ValidationError } from "../kernel/Errors.js"
 
 /** Our bodies nest three or four levels; anything past this is refused before decoding. */
 export const MAX_JSON_DEPTH = 32

@@ -8,11 +8,11 @@ import {
   HttpServerResponse
 } from "@effect/platform"
 import { Cause, Effect, Option, ParseResult } from "effect"
-import { type AppError, envelopeOf, isAppError, statusOf } from "../domain/Errors.js"
-import { databaseUnavailable, isTransactionConflict } from "../services/DatabaseFailures.js"
+import { type AppError, envelopeOf, isAppError, statusOf } from "../kernel/Errors.js"
+import { databaseUnavailable, isTransactionConflict } from "../sql/DatabaseFailures.js"
 import { allowedMethods, refusedOnLiteralPath } from "./Allowed.js"
 import { guardBody, MAX_JSON_DEPTH } from "./BodyGuard.js"
-import { makeIdempotentWrites } from "./IdempotencyKeys.js"
+import { makeIdempotentWrites } from "../pipeline/IdempotencyKeys.js"
 import { withRequestId } from "./RequestId.js"
 
 export const MAX_BODY_BYTES = 1024 * 1024

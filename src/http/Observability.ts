@@ -1,6 +1,6 @@
 import { type HttpApp, HttpServerRequest } from "@effect/platform"
 import { Context, Effect } from "effect"
-import type { RequestMetricsRegistry } from "../services/RequestMetrics.js"
+import type { RequestMetricsRegistry } from "./RequestMetrics.js"
 import { routeOf } from "./RoutePatterns.js"
 
 /** The label of requests no route serves (404, 405): one series, whatever the path. */

@@ -1,7 +1,7 @@
 import { HttpApi, OpenApi } from "@effect/platform"
-import { SESSION_COOKIE } from "../services/Credentials.js"
+import { SESSION_COOKIE } from "../accounts/Credentials.js"
 import { Api } from "./Api.js"
-import { declareIdempotencyKey } from "./IdempotencyDoc.js"
+import { declareIdempotencyKey } from "../pipeline/IdempotencyDoc.js"
 import { Authentication } from "./Security.js"
 
 const REF = "#/components/schemas/"

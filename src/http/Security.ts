@@ -1,8 +1,8 @@
 import { HttpApiMiddleware, HttpServerRequest } from "@effect/platform"
 import { Effect, FiberRef, Layer, Schema } from "effect"
-import { ForbiddenWire, UnauthorizedWire } from "../domain/Errors.js"
-import { Authenticator } from "../services/Authenticator.js"
-import { CurrentUser, type CurrentUserShape } from "../services/CurrentUser.js"
+import { ForbiddenWire, UnauthorizedWire } from "../kernel/Errors.js"
+import { Authenticator } from "../accounts/Authenticator.js"
+import { CurrentUser, type CurrentUserShape } from "../kernel/CurrentUser.js"
 
 /**
  * Resolves the caller (Bearer, then trusted proxy header, then session cookie) and

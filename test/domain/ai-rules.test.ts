@@ -1,9 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Either, FastCheck as fc } from "effect"
-import { checkInsights, chunksOf, oneLine, pickWhatsNext } from "../../src/domain/AiAnswers.js"
-import { planEnrichment, shouldEnrich, userChanged, wallTimeIn } from "../../src/domain/AiEnrichment.js"
-import { instantOf } from "../../src/domain/LocalTime.js"
-import { ProjectId } from "../../src/domain/Ids.js"
+import { checkInsights, chunksOf, oneLine, pickWhatsNext } from "../../src/ai/AiAnswers.js"
+import { planEnrichment, shouldEnrich, userChanged, wallTimeIn } from "../../src/ai/AiEnrichment.js"
+import { instantOf } from "../../src/kernel/LocalTime.js"
+import { ProjectId } from "../../src/kernel/Ids.js"
 
 /* Issue 11: the rules the AI helpers enforce in code, whatever the model answers. */
 

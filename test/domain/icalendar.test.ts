@@ -1,10 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
 import ICAL from "ical.js"
-import { feedRule as feedRuleOf, type FeedTask, icalPriority, renderFeed } from "../../src/domain/CalendarFeed.js"
-import { escapeText, foldLine, unescapeText, unfold, utcOffset } from "../../src/domain/ICalendar.js"
-import { transitionsIn, vtimezone } from "../../src/domain/VTimezone.js"
-import { offsetAt } from "../../src/domain/ZoneOffsets.js"
+import { feedRule as feedRuleOf, type FeedTask, icalPriority, renderFeed } from "../../src/changes/CalendarFeed.js"
+import { escapeText, foldLine, unescapeText, unfold, utcOffset } from "../../src/changes/ICalendar.js"
+import { transitionsIn, vtimezone } from "../../src/changes/VTimezone.js"
+import { offsetAt } from "../../src/recurrence/ZoneOffsets.js"
 
 const octets = (s: string) => new TextEncoder().encode(s).length
 const physicalLines = (folded: string) => folded.split("\r\n").slice(0, -1)

@@ -10,7 +10,7 @@ import {
   startOfLocalDay,
   startOfNextLocalDay,
   zoneOffsetMs
-} from "../../src/domain/LocalTime.js"
+} from "../../src/kernel/LocalTime.js"
 
 // ---------------------------------------------------------------------------------------
 // An independent oracle. It never calls the module under test: it reads the zone's UTC

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Either, FastCheck as fc } from "effect"
-import { renderFeed } from "../../src/domain/CalendarFeed.js"
-import { nextOccurrence, occurrencesBetween, type RecurrenceInput } from "../../src/domain/Occurrences.js"
+import { renderFeed } from "../../src/changes/CalendarFeed.js"
+import { nextOccurrence, occurrencesBetween, type RecurrenceInput } from "../../src/recurrence/Occurrences.js"
 
 /**
  * The calendar feed turns a stored COUNT into the count left from the current occurrence

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Either, FastCheck as fc } from "effect"
-import * as Occurrences from "../../src/domain/Occurrences.js"
+import * as Occurrences from "../../src/recurrence/Occurrences.js"
 
 // These rules are all valid: a refusal (Left) fails the test.
 const nextOccurrence = (...args: Parameters<typeof Occurrences.nextOccurrence>) => Either.getOrThrow(Occurrences.nextOccurrence(...args))

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest"
-import { OWNER_CANNOT_SEE_PROJECT, PROJECT_NOT_FOUND, projectRefusal } from "../../src/domain/Project.js"
+import { OWNER_CANNOT_SEE_PROJECT, PROJECT_NOT_FOUND, projectRefusal } from "../../src/projects/Project.js"
 
-/** Where a task may be filed (src/domain/Project.ts): a project both the mover and the task's owner can see. */
+/** Where a task may be filed (src/projects/Project.ts): a project both the mover and the task's owner can see. */
 describe("projectRefusal", () => {
   const alice = 1
   const bob = 2

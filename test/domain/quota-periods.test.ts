@@ -12,7 +12,7 @@ import {
   type PeriodSettings,
   parsePeriodRule,
   type WeekStartDay
-} from "../../src/domain/QuotaPeriods.js"
+} from "../../src/quotas/QuotaPeriods.js"
 
 /*
  * Quota periods (spec "Quota period rules" 1 and 4) checked against an oracle written

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Either, FastCheck as fc } from "effect"
 import rrulePkg from "rrule"
-import { advance, firstOccurrence, nextOccurrence } from "../../src/domain/Occurrences.js"
-import { parseRule } from "../../src/domain/Recurrence.js"
+import { advance, firstOccurrence, nextOccurrence } from "../../src/recurrence/Occurrences.js"
+import { parseRule } from "../../src/recurrence/Recurrence.js"
 
 const { RRule } = rrulePkg
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
-import { isValidClock, movesForDelete, movesForEdit, nearestSlot, type ReminderTime, type SlotTime, slotOf } from "../../src/domain/SlotMoves.js"
+import { isValidClock, movesForDelete, movesForEdit, nearestSlot, type ReminderTime, type SlotTime, slotOf } from "../../src/slots/SlotMoves.js"
 
 /**
  * Which reminders a time-slot edit or deletion moves (spec §3 "Time slot edits",

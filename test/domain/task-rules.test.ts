@@ -1,10 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Either, FastCheck as fc } from "effect"
-import { ValidationError } from "../../src/domain/Errors.js"
-import { ProjectId, TaskId, UserId } from "../../src/domain/Ids.js"
-import type { TaskRow } from "../../src/domain/Rows.js"
-import { isBarePeriodRule, parseRule } from "../../src/domain/Recurrence.js"
-import type { TaskCreate, TaskPatch } from "../../src/domain/Task.js"
+import { ValidationError } from "../../src/kernel/Errors.js"
+import { ProjectId, TaskId, UserId } from "../../src/kernel/Ids.js"
+import type { TaskRow } from "../../src/pipeline/Rows.js"
+import { isBarePeriodRule, parseRule } from "../../src/recurrence/Recurrence.js"
+import type { TaskCreate, TaskPatch } from "../../src/tasks/Task.js"
 import {
   checkRules,
   isQuota,
@@ -12,7 +12,7 @@ import {
   patchTaskRow,
   QUOTA_NEEDS_PERIOD,
   type RuleView
-} from "../../src/domain/TaskRules.js"
+} from "../../src/tasks/TaskRules.js"
 
 const right = <A, E>(e: Either.Either<A, E>): A => {
   if (Either.isLeft(e)) throw new Error(`expected Right, got Left: ${JSON.stringify(e.left)}`)

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
-import type { RowChange } from "../../src/domain/Changes.js"
-import type { JsonValue, Row } from "../../src/domain/Json.js"
-import { applyStep, type Direction, ordered, planStep, type Step } from "../../src/domain/Undo.js"
+import type { RowChange } from "../../src/changes/Changes.js"
+import type { JsonValue, Row } from "../../src/kernel/Json.js"
+import { applyStep, type Direction, ordered, planStep, type Step } from "../../src/undo/Undo.js"
 
 /**
- * The pure undo/redo plan (src/domain/Undo.ts): round trips, the no-clobber rule, guards,
+ * The pure undo/redo plan (src/undo/Undo.ts): round trips, the no-clobber rule, guards,
  * and the soft delete of created tasks. Rows are compared with `toEqual`, which ignores
  * object key order just as the plan's own `sameValue` does.
  */

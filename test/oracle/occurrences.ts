@@ -1,12 +1,12 @@
 import { Temporal } from "@js-temporal/polyfill"
 import { Either } from "effect"
-import { firstOccurrence, nextOccurrence } from "../../src/domain/Occurrences.js"
+import { firstOccurrence, nextOccurrence } from "../../src/recurrence/Occurrences.js"
 import { DAY, DST_EDGE_ZONES, FROM, HOUR, MAX_EXAMPLES, type OracleReport, type Random, seededRandom, TO } from "./common.js"
 
 /*
  * The occurrence half of the issue 15 oracle: nextOccurrence and firstOccurrence against
  * expectations computed with Temporal (`@js-temporal/polyfill`), which shares no code with
- * src/domain (ZoneOffsets, RuleCalendar, RuleExpansion).
+ * src/recurrence (ZoneOffsets, RuleCalendar, RuleExpansion).
  *
  * The rules the expectations encode (README, Recurrence):
  * - The series' first wall time is the series start's local date at the anchor time

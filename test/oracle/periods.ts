@@ -9,13 +9,13 @@ import {
   type PeriodRule,
   type PeriodSettings,
   type WeekStartDay
-} from "../../src/domain/QuotaPeriods.js"
+} from "../../src/quotas/QuotaPeriods.js"
 import { DAY, DST_EDGE_ZONES, FROM, HOUR, MAX_EXAMPLES, type OracleReport, type Random, seededRandom, TO } from "./common.js"
 
 /*
  * The period half of the issue 15 oracle: nextBoundary, nearestBoundary, periodContaining and
  * endedPeriods against expectations computed with Temporal (`@js-temporal/polyfill`), which
- * shares no code with src/domain/LocalTime.ts or QuotaPeriods.ts.
+ * shares no code with src/kernel/LocalTime.ts or QuotaPeriods.ts.
  *
  * The rules the expectations encode (README, quotas):
  * - An instant belongs to the latest local date whose start of day (Temporal's

@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import { Quotas } from "../../src/services/Quotas.js"
+import { Quotas } from "../../src/quotas/Quotas.js"
 import { query } from "./rows.js"
 import type { TestService } from "./service.js"
 

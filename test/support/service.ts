@@ -1,9 +1,9 @@
 import { HttpServer } from "@effect/platform"
 import { Duration, Effect, Layer, Logger, LogLevel, ManagedRuntime, Option, Redacted } from "effect"
 import { makeServiceLayer } from "../../src/Program.js"
-import { AppConfig, type AppConfigShape } from "../../src/services/AppConfig.js"
-import { Credentials } from "../../src/services/Credentials.js"
-import { Users } from "../../src/services/Users.js"
+import { AppConfig, type AppConfigShape } from "../../src/kernel/AppConfig.js"
+import { Credentials } from "../../src/accounts/Credentials.js"
+import { Users } from "../../src/accounts/Users.js"
 import { freshDatabase, type TestDatabase } from "./database.js"
 
 export interface Response<T = any> {

@@ -1,5 +1,5 @@
 import { expect } from "vitest"
-import { Task } from "../../src/domain/Task.js"
+import { Task } from "../../src/tasks/Task.js"
 import type { Client } from "./service.js"
 
 /** Wire timestamps: ISO 8601 in UTC with milliseconds and `Z` (CONTRACT §5). */

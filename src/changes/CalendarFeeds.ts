@@ -1,0 +1,129 @@
+import * as SqlClient from "@effect/sql/SqlClient"
+import { Effect } from "effect"
+import { BREATHE, feedParts, type FeedTask, MAX_FEED_ITEMS, type RuleCache } from "./CalendarFeed.js"
+import { NotFound, Unauthorized } from "../kernel/Errors.js"
+import { generateSecret, sha256 } from "../accounts/Credentials.js"
+import { now } from "../kernel/ServiceClock.js"
+import { calendarKeyOwner, deleteCalendarKey, putCalendarKey } from "../accounts/CredentialsTable.js"
+import { feedBody } from "../tasks/TaskListSql.js"
+import type { UserId } from "../kernel/Ids.js"
+
+/** One task as the database sends it: a JSON array in `FeedTask` field order. */
+type FeedTuple = [
+  number, string, string, number, string, string | null, string, string, string | null, string | null, Array<string>
+]
+
+const fromTuple = (t: FeedTuple): FeedTask => ({
+  id: t[0],
+  title: t[1],
+  notes: t[2],
+  priority: t[3],
+  due_at: t[4],
+  series_start_at: t[5],
+  created_at: t[6],
+  updated_at: t[7],
+  rrule: t[8],
+  anchor_time: t[9],
+  labels: t[10]
+})
+
+/** Rendered rules kept, least recently used dropped first: a few hundred bytes each. */
+const RULE_CACHE_SIZE = 20_000
+
+const ruleCache = (): RuleCache => {
+  const rules = new Map<string, string>()
+  return {
+    get: (key) => {
+      const rule = rules.get(key)
+      if (rule !== undefined) {
+        rules.delete(key)
+        rules.set(key, rule)
+      }
+      return rule
+    },
+    set: (key, rule) => {
+      rules.set(key, rule)
+      if (rules.size > RULE_CACHE_SIZE) rules.delete(rules.keys().next().value!)
+    }
+  }
+}
+
+/**
+ * Lets other requests run: a macrotask turn, so sockets are read and timers fire (Effect's
+ * own yield stays on the microtask queue, which starves I/O).
+ */
+const breathe = Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
+
+/**
+ * The calendar feed: a per-user secret key, stored as its SHA-256 like API
+ * tokens, and the `text/calendar` rendering of the key owner's open dated tasks.
+ */
+export class CalendarFeeds extends Effect.Service<CalendarFeeds>()("steady/CalendarFeeds", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const rules = ruleCache()
+
+    /** A new key; it replaces the user's previous one, which stops working at once. */
+    const createKey = (userId: UserId) =>
+      Effect.gen(function*() {
+        const key = generateSecret()
+        const at = (yield* now).toISOString()
+        return { key, created_at: yield* putCalendarKey(sql, userId, sha256(key), at) }
+      }).pipe(Effect.orDie, Effect.withSpan("CalendarFeeds.createKey"))
+
+    const revokeKey = (userId: UserId) =>
+      deleteCalendarKey(sql, userId).pipe(
+        Effect.flatMap((deleted) => (deleted ? Effect.void : Effect.fail(NotFound.of("Calendar key")))),
+        Effect.withSpan("CalendarFeeds.revokeKey")
+      )
+
+    const ownerOf = (key: string) =>
+      Effect.flatMap(calendarKeyOwner(sql, sha256(key)), (owner) =>
+        owner === undefined
+          ? Effect.fail(new Unauthorized({ message: "Unknown or revoked calendar key" }))
+          : Effect.succeed(owner))
+
+    // Written by migration 0012; read once per process.
+    const instanceId = yield* Effect.cached(
+      sql<{ id: string }>`SELECT value #>> '{}' AS id FROM app_settings WHERE key = 'instance_id'`.pipe(
+        Effect.map((rows) => rows[0]?.id ?? "local"),
+        Effect.orDie
+      )
+    )
+
+    /**
+     * Open tasks with a due date that the user can see (their own and those in shared
+     * projects, as the task list), quotas left out, soonest due first, at most
+     * MAX_FEED_ITEMS. Two index-ordered branches, each limited, as the task list does. The
+     * rows come back as one JSON text of arrays: parsing that once is about twice as fast as
+     * the drivers' row-by-row decoding at this size.
+     */
+    const tasksOf = (userId: UserId) =>
+      Effect.map(feedBody(sql, userId, MAX_FEED_ITEMS), (body) => (JSON.parse(body) as Array<FeedTuple>).map(fromTuple))
+
+    /** The feed behind a key as `text/calendar` text; 401 for an unknown or revoked key. */
+    const feed = (key: string, origin: string) =>
+      Effect.gen(function*() {
+        const owner = yield* ownerOf(key)
+        const tasks = yield* tasksOf(owner.id)
+        const input = {
+          zone: owner.timezone,
+          now: yield* now,
+          calendarName: `Steady: ${owner.username}`,
+          instanceId: yield* instanceId,
+          origin,
+          tasks
+        }
+        // Rendered in bounded stretches (see feedParts) so a feed with costly rules or a cold
+        // time zone never holds the event loop for the other requests.
+        const parts: Array<string> = []
+        for (const part of feedParts(input, rules)) {
+          if (part === BREATHE) yield* breathe
+          else parts.push(part)
+        }
+        return parts.join("")
+      }).pipe(Effect.withSpan("CalendarFeeds.feed"))
+
+    return { createKey, revokeKey, feed } as const
+  })
+}) {}

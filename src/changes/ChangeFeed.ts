@@ -1,0 +1,204 @@
+import * as SqlClient from "@effect/sql/SqlClient"
+import type { Fragment } from "@effect/sql/Statement"
+import { Duration, Effect } from "effect"
+import { compare, encodeCursor, max, type Position, positionOf } from "./ChangeCursor.js"
+import { now as clockNow } from "../kernel/ServiceClock.js"
+import { projectJson } from "../pipeline/WireSql.js"
+import { slotJson, slotNamedBy } from "../slots/TimeSlotsTable.js"
+import { projectNamedBy, projectSharedBy } from "../projects/ProjectsTable.js"
+import { taskNamedBy } from "../tasks/TasksTable.js"
+import type { UserId } from "../kernel/Ids.js"
+
+/** Feed rows older than this are purged (and a cursor before them answers 410). */
+export const CHANGE_RETENTION_DAYS = 30
+/** ...and never more than this many rows are kept, whatever their age. */
+export const CHANGE_RETENTION_ROWS = 1_000_000
+
+/** How long a read waits for writes in flight to end: 25 × 10 ms. */
+const SETTLE_TRIES = 25
+const SETTLE_SPACING = Duration.millis(10)
+
+/** One feed row with the object as it is now, and who can see the object now. */
+export interface FeedRow {
+  readonly xid: string
+  readonly id: string
+  readonly at: string
+  readonly kind: string
+  readonly object_id: number
+  readonly op: string
+  readonly user_id: number
+  readonly shared: boolean
+  /** The object's wire JSON, null when it no longer exists. */
+  readonly data: string | null
+  readonly obj_owner: number | null
+  readonly obj_shared: boolean
+}
+
+/** Where reading may stop, read before the rows (see migration 0010). */
+export interface Bound {
+  /** Every transaction of this database below this id has ended: rows below it are final. */
+  readonly xmin: bigint
+  /** The oldest position still answered; a cursor before it missed purged rows. */
+  readonly horizon: Position
+  /** Rows already committed above `xmin`, held back by an older transaction still running. */
+  readonly heldBack: boolean
+}
+
+export interface FeedPage {
+  readonly rows: ReadonlyArray<FeedRow>
+  readonly next: Position
+  readonly hasMore: boolean
+}
+
+/** Whether `userId` may learn of this change at all. */
+export const concerns = (row: FeedRow, userId: UserId) => row.user_id === userId || row.shared
+
+/**
+ * The change as `userId` receives it, as JSON text (the object's JSON is already text).
+ * An object that is gone, or that the user can no longer see, is reported as deleted.
+ */
+export const changeJson = (row: FeedRow, userId: UserId): string => {
+  const visible = row.op !== "delete" && row.data !== null && (row.obj_owner === userId || row.obj_shared)
+  const cursor = encodeCursor(positionOf(row.xid, row.id))
+  return `{"cursor":"${cursor}","at":"${row.at}","kind":"${row.kind}","id":${row.object_id},"op":"${
+    visible ? "upsert" : "delete"
+  }","data":${visible ? row.data : "null"}}`
+}
+
+export const positionOfRow = (row: FeedRow): Position => positionOf(row.xid, row.id)
+
+export class ChangeFeed extends Effect.Service<ChangeFeed>()("steady/ChangeFeed", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    const bound = sql<{ xmin: string; xid: string; id: string; held_back: boolean }>`
+      SELECT x.xmin::text, h.xid::text, h.id::text,
+        EXISTS (SELECT 1 FROM changes c WHERE c.xid >= x.xmin) AS held_back
+      FROM (SELECT steady_feed_final_below() AS xmin) x, change_feed_horizon h`.pipe(
+      Effect.map(([row]): Bound => ({
+        xmin: BigInt(row!.xmin),
+        horizon: positionOf(row!.xid, row!.id),
+        heldBack: row!.held_back
+      })),
+      Effect.orDie,
+      Effect.withSpan("ChangeFeed.bound")
+    )
+
+    /**
+     * The bound once rows already committed are no longer held back by a write still
+     * running, for a little while at most: a client that reads the feed right after its own
+     * write was acknowledged expects to see it, even while another request is mid-write.
+     */
+    const settledBound = Effect.gen(function*() {
+      for (let tries = 1;; tries++) {
+        const b = yield* bound
+        if (!b.heldBack || tries >= SETTLE_TRIES) return b
+        yield* Effect.sleep(SETTLE_SPACING)
+      }
+    })
+
+    /**
+     * The rows of `page` (a CTE of `changes` rows) with the object each names, as the
+     * object's own GET renders it: tasks by `steady_task_wire`, projects by the project
+     * wire shape, time slots as listed. Objects are looked up by key, one probe per row
+     * (LATERAL … OFFSET 0): a plain join let a generic plan made on a small database
+     * hash-join a scan of every task on each read.
+     */
+    const render = (page: Fragment, now: Date) =>
+      sql<FeedRow>`
+        WITH page AS (${page})
+        SELECT c.xid::text, c.id::text, steady_iso(c.at) AS at, c.kind, c.object_id, c.op, c.user_id, c.shared,
+          CASE
+            WHEN t.id IS NOT NULL THEN steady_task_wire(t.task)::text
+            WHEN p.id IS NOT NULL THEN ${projectJson(sql, now)}::text
+            WHEN s.id IS NOT NULL THEN ${slotJson(sql)}::text
+          END AS data,
+          COALESCE(t.user_id, p.owner_id, s.user_id) AS obj_owner,
+          COALESCE(tp.shared, p.shared, false) AS obj_shared
+        FROM page c
+        LEFT JOIN LATERAL ${taskNamedBy(sql, "c.kind", "c.object_id")} t ON true
+        LEFT JOIN LATERAL ${projectSharedBy(sql, "t.project_id")} tp ON true
+        LEFT JOIN LATERAL ${projectNamedBy(sql, "x.*", "c.kind", "c.object_id")} p ON true
+        LEFT JOIN LATERAL ${slotNamedBy(sql, "x.*", "c.kind", "c.object_id")} s ON true
+        ORDER BY c.xid, c.id`.pipe(Effect.orDie)
+
+    const after = (from: Position, xmin: bigint) =>
+      sql`(c.xid, c.id) > (${from.xid.toString()}::xid8, ${from.id.toString()}::bigint) AND c.xid < ${xmin.toString()}::xid8`
+
+    /**
+     * One page of what `userId` may learn of after `from`, up to `bound`. Own rows and
+     * shared ones are read by two index-ordered branches, then merged.
+     */
+    const page = (userId: UserId, from: Position, limit: number, b: Bound) =>
+      Effect.gen(function*() {
+        const now = yield* clockNow
+        const where = after(from, b.xmin)
+        const rows = yield* render(
+          sql`SELECT * FROM (
+              (SELECT c.* FROM changes c WHERE c.user_id = ${userId} AND ${where} ORDER BY c.xid, c.id LIMIT ${limit + 1})
+              UNION ALL
+              (SELECT c.* FROM changes c WHERE c.shared AND c.user_id <> ${userId} AND ${where}
+               ORDER BY c.xid, c.id LIMIT ${limit + 1})
+            ) m ORDER BY xid, id LIMIT ${limit + 1}`,
+          now
+        )
+        return pageOf(rows, limit, from, b)
+      }).pipe(Effect.withSpan("ChangeFeed.page"))
+
+    /** Everyone's rows after `from`, for the instance's hub to fan out to its streams. */
+    const all = (from: Position, limit: number, b: Bound) =>
+      Effect.gen(function*() {
+        const now = yield* clockNow
+        const rows = yield* render(
+          sql`SELECT c.* FROM changes c WHERE ${after(from, b.xmin)} ORDER BY c.xid, c.id LIMIT ${limit + 1}`,
+          now
+        )
+        return pageOf(rows, limit, from, b)
+      }).pipe(Effect.withSpan("ChangeFeed.all"))
+
+    /**
+     * Drops rows past the retention (age or count) and moves the horizon to the newest
+     * row dropped. Only final rows (below xmin) are considered, so the horizon never
+     * passes a row that could still appear.
+     */
+    const purge = Effect.gen(function*() {
+      const now = yield* clockNow
+      const cutoff = new Date(now.getTime() - CHANGE_RETENTION_DAYS * 86_400_000).toISOString()
+      const rows = yield* sql<{ purged: number }>`
+        WITH final AS (SELECT steady_feed_final_below() AS xmin),
+        edge AS (
+          SELECT xid, id FROM (
+            (SELECT c.xid, c.id FROM changes c, final WHERE c.at < ${cutoff}::timestamptz AND c.xid < final.xmin
+             ORDER BY c.xid DESC, c.id DESC LIMIT 1)
+            UNION ALL
+            (SELECT c.xid, c.id FROM changes c, final WHERE c.xid < final.xmin
+             ORDER BY c.xid DESC, c.id DESC OFFSET ${CHANGE_RETENTION_ROWS} LIMIT 1)
+          ) e ORDER BY xid DESC, id DESC LIMIT 1
+        ),
+        gone AS (DELETE FROM changes c USING edge WHERE (c.xid, c.id) <= (edge.xid, edge.id) RETURNING 1),
+        moved AS (
+          UPDATE change_feed_horizon h SET xid = edge.xid, id = edge.id FROM edge
+          WHERE (edge.xid, edge.id) > (h.xid, h.id) RETURNING 1
+        )
+        SELECT (SELECT count(*) FROM gone)::int AS purged`
+      return rows[0]?.purged ?? 0
+    }).pipe(Effect.orDie, Effect.withSpan("ChangeFeed.purge"))
+
+    return { bound, settledBound, page, all, purge } as const
+  })
+}) {}
+
+/**
+ * `limit + 1` rows were asked for: one more than the page says there is more. Without
+ * more, the page ends at the bound, so a quiet client's cursor still moves forward.
+ */
+const pageOf = (rows: ReadonlyArray<FeedRow>, limit: number, from: Position, b: Bound): FeedPage => {
+  const hasMore = rows.length > limit
+  const kept = hasMore ? rows.slice(0, limit) : rows
+  const end = hasMore ? positionOfRow(kept[kept.length - 1]!) : max(from, { xid: b.xmin, id: 0n })
+  return { rows: kept, next: end, hasMore }
+}
+
+/** A cursor the feed can answer from: not before the horizon, not beyond any bound yet issued. */
+export const checkCursor = (from: Position, b: Bound): "ok" | "expired" | "unknown" =>
+  compare(from, b.horizon) < 0 ? "expired" : from.xid > b.xmin ? "unknown" : "ok"

@@ -1,0 +1,127 @@
+import type * as SqlClient from "@effect/sql/SqlClient"
+import type { Fragment } from "@effect/sql/Statement"
+import { Effect } from "effect"
+import type { DomainEvent, RowChange, StatName } from "../changes/Changes.js"
+import type { MutationOptions } from "./Mutations.js"
+import { changesInsert, type entriesOf } from "../changes/ChangeLog.js"
+import { membersSql, PENDING_ID_JSON, PENDING_ROW_MEMBER, PENDING_WIRE_JSON, STAND_IN_ID } from "./CommitStandIns.js"
+import { addToDays } from "./DailyStatsTable.js"
+import { entryWrites } from "../undo/UndoLog.js"
+import { deliveryWrites, outboxWrites } from "../webhooks/WebhookDeliveries.js"
+
+/** The deferred write of `updateAtCommit`, as the commit statement's first CTEs. */
+export interface Deferred {
+  readonly target: Fragment
+  readonly inserted: Fragment | undefined
+  /** A deferred INSERT's `inserted` also renders the row: the undo entry's stand-in gets it. */
+  readonly insertsRow?: boolean
+}
+
+/** What a mutation's body left for the commit statement to write. */
+export interface CommitInput {
+  readonly options: MutationOptions
+  readonly now: Date
+  readonly changes: ReadonlyArray<RowChange>
+  readonly events: ReadonlyArray<DomainEvent>
+  readonly stats: ReadonlyMap<string, Record<StatName, number>>
+  readonly description: string
+  readonly feed: ReturnType<typeof entriesOf>
+  readonly deferred: Deferred | undefined
+}
+
+/**
+ * Everything the pipeline writes besides the body's rows, as ONE statement just before
+ * COMMIT: redo purge and undo entry, outbox events, a delivery per matching active
+ * webhook with its body frozen now (CONTRACT §9), the overflow drop, the day's
+ * statistics, and the change-feed rows (their wake-up, NOTIFY included, follows the commit).
+ * Parts with nothing to write are left out of the text. Returns the undo entry's id and
+ * how many delivery rows were written.
+ */
+export const commitStatement = (
+  sql: SqlClient.SqlClient,
+  input: CommitInput,
+  record: ((wire: Fragment | undefined) => Fragment) | undefined
+) => {
+  const { changes, events, feed, options } = input
+  const userId = options.user.id
+  const at = input.now.toISOString()
+  const ctes: Array<Fragment> = []
+  const { deferred } = input
+  if (deferred !== undefined) {
+    ctes.push(deferred.target)
+    if (deferred.inserted !== undefined) ctes.push(deferred.inserted)
+  }
+  // The stand-ins of `updateAtCommit`, replaced by what the deferred write returns.
+  const withPending = (json: string) => {
+    let out: Fragment = sql`${json}::text`
+    if (deferred !== undefined && json.includes(PENDING_WIRE_JSON)) {
+      out = sql`replace(${out}, ${PENDING_WIRE_JSON}, (SELECT wire FROM target))`
+    }
+    if (deferred?.inserted !== undefined && json.includes(PENDING_ID_JSON)) {
+      out = sql`replace(${out}, ${PENDING_ID_JSON}, (SELECT id FROM inserted)::text)`
+    }
+    if (deferred?.insertsRow === true && json.includes(PENDING_ROW_MEMBER)) {
+      out = sql`replace(${out}, ${PENDING_ROW_MEMBER}, ${membersSql(sql, sql`(SELECT row::text FROM inserted)`)})`
+    }
+    return out
+  }
+  const undoable = changes.length > 0 && options.undoable !== false
+  if (undoable) {
+    const tasksAffected = new Set(changes.filter((c) => c.table === "tasks").map((c) => c.id)).size
+    ctes.push(...entryWrites(sql, {
+      userId,
+      action: options.action,
+      description: input.description || options.action,
+      changes: withPending(JSON.stringify(changes)),
+      tasksAffected,
+      at
+    }))
+  }
+  if (events.length > 0) {
+    const rows = events.map((e, n) => ({
+      n,
+      event: e.event,
+      task_id: e.taskId,
+      payload: JSON.stringify(e.data),
+      body: JSON.stringify({ event: e.event, timestamp: at, data: e.data })
+    }))
+    // A deferred row's wire JSON goes into the payloads and the frozen bodies here.
+    const pending = deferred !== undefined && rows.some((r) => r.body.includes(PENDING_WIRE_JSON))
+    ctes.push(
+      pending
+        ? sql`events AS (
+          SELECT e.n, e.event, e.task_id, replace(e.payload, ${PENDING_WIRE_JSON}, w.wire)::jsonb AS payload,
+            replace(e.body, ${PENDING_WIRE_JSON}, w.wire) AS body
+          FROM jsonb_to_recordset((${withPending(JSON.stringify(rows))})::jsonb)
+            AS e(n integer, event text, task_id integer, payload text, body text)
+          CROSS JOIN (SELECT wire FROM target) w)`
+        : sql`events AS (
+          SELECT e.n, e.event, e.task_id, e.payload::jsonb AS payload, e.body
+          FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
+            AS e(n integer, event text, task_id integer, payload text, body text))`
+    )
+    ctes.push(outboxWrites(sql, userId, at), deliveryWrites(sql, userId, at))
+  }
+  const days = [...input.stats].filter(([, s]) => s.completions !== 0 || s.tasks_created !== 0 || s.snoozes !== 0)
+  if (days.length > 0) {
+    ctes.push(sql`stats AS (${addToDays(sql, days.map(([date, s]) => ({ user_id: userId, date, ...s })))})`)
+  }
+  if (feed.length > 0) {
+    ctes.push(sql`feed AS (${
+      changesInsert(sql, input.now, feed, deferred?.insertsRow === true ? { json: withPending, tasks: sql`target`, stands: (id) => id === STAND_IN_ID } : undefined)
+    })`)
+  }
+  // A data-modifying CTE runs whether or not anything reads it.
+  if (record !== undefined) {
+    ctes.push(sql`recorded AS (${record(deferred === undefined ? undefined : sql`(SELECT wire FROM target)`)})`)
+  }
+  const fed = feed.length > 0
+  if (ctes.length === 0) return Effect.succeed({ undoId: null, deliveries: 0, wire: null, fed })
+  return sql<{ undo_id: number | null; deliveries: number; wire: string | null }>`
+    WITH ${sql.join(", ", false)(ctes)}
+    SELECT ${undoable ? sql`(SELECT id FROM undo)` : sql`NULL::integer`} AS undo_id,
+      ${events.length > 0 ? sql`COALESCE((SELECT n FROM delivered), 0)` : sql`0`} AS deliveries,
+      ${deferred !== undefined ? sql`(SELECT wire FROM target)` : sql`NULL::text`} AS wire`.pipe(
+    Effect.map((rows) => ({ undoId: rows[0]!.undo_id, deliveries: rows[0]!.deliveries, wire: rows[0]!.wire, fed }))
+  )
+}

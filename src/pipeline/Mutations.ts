@@ -1,0 +1,467 @@
+import * as SqlClient from "@effect/sql/SqlClient"
+import type { Fragment } from "@effect/sql/Statement"
+import type { Connection } from "@effect/sql/SqlConnection"
+import { Context, Effect, Option } from "effect"
+import type { ActionName, DomainEvent, RowChange, StatName } from "../changes/Changes.js"
+import { type JsonValue, type Row, sameValue } from "../kernel/Json.js"
+import { localDate } from "../kernel/LocalTime.js"
+import type { CurrentUserShape } from "../kernel/CurrentUser.js"
+import { now as clockNow } from "../kernel/ServiceClock.js"
+import type { Writes } from "./Rows.js"
+import { decodeRow, fieldOf, kindOf, normalizeRow, normalizeValue, rowJson, rowJsonSql, sqlCast, sqlParam, type TableRow, type TableSpec } from "./Tables.js"
+import { ChangeWakeup } from "../changes/ChangeWakeup.js"
+import { entriesOf } from "../changes/ChangeLog.js"
+import { WebhookWakeup } from "../webhooks/WebhookWakeup.js"
+import { commitWithNextStatement } from "../sql/PgGuard.js"
+import { commitHandover, type Handover, type PendingCommit } from "./CommitHandover.js"
+import { locallyAll } from "../kernel/FiberLocals.js"
+import { onTransactionConnection } from "../sql/LeanStatements.js"
+import { commitStatement, type Deferred } from "./CommitStatement.js"
+import { PENDING_ID, PENDING_ROW_KEY, resolvePending, STAND_IN_ID, standInWire } from "./CommitStandIns.js"
+
+/**
+ * What a mutation body writes through. Every row write goes through `insert`, `update`
+ * or `remove`, so the undo entry is built from what really changed, never by hand.
+ */
+export interface Tx {
+  readonly now: Date
+  readonly user: CurrentUserShape
+  readonly insert: <R extends TableRow>(table: TableSpec<R>, values: Writes<R>) => Effect.Effect<R>
+  /** Writes only the fields whose value differs; returns the changed field names. */
+  readonly update: <R extends TableRow>(
+    table: TableSpec<R>,
+    id: R["id"],
+    values: Writes<R>,
+    options?: UpdateOptions<R>
+  ) => Effect.Effect<ReadonlyArray<string>>
+  /** `update`, with the row as it leaves the statement rendered as wire JSON (the table's `wire`). */
+  readonly updateWire: <R extends TableRow, W>(
+    table: TableSpec<R, W>,
+    id: R["id"],
+    values: Writes<R>,
+    options?: UpdateOptions<R>
+  ) => Effect.Effect<{ readonly fields: ReadonlyArray<string>; readonly wire: W }>
+  /**
+   * `updateWire` for the LAST write of a single-row mutation: the UPDATE (and `alsoInsert`)
+   * go out as the first CTEs of the commit statement, saving a round trip. The wire JSON
+   * does not exist yet; what comes back stands for it: put it in events' data and spread it
+   * into the body's result (`{ ...wire, more }`), where the commit statement's rendering
+   * replaces it. Read nothing from it, and read no row after this call. Once per mutation.
+   */
+  readonly updateAtCommit: <R extends TableRow, W>(
+    table: TableSpec<R, W>,
+    id: R["id"],
+    values: Writes<R>,
+    options: UpdateOptions<R> & { readonly current: R }
+  ) => Effect.Effect<{ readonly fields: ReadonlyArray<string>; readonly wire: W }>
+  /**
+   * An insert for the LAST write of a single-row create: the INSERT goes out as the first
+   * CTE of the commit statement, so a create is one round trip. What comes back stands for
+   * the new row: `wire` as for `updateAtCommit`; `id` a stand-in that may only be passed on
+   * (events' `taskId`). Once per mutation, and no other deferred write.
+   */
+  readonly insertAtCommit: <R extends TableRow, W>(
+    table: TableSpec<R, W>,
+    values: Writes<R>,
+    /** Columns whose value is SQL (e.g. a subquery), checked as the values are. */
+    computed?: Readonly<Record<string, Fragment>>
+  ) => Effect.Effect<PendingInsert<W>>
+  /** Re-creates a row with its old id (undo of a delete, redo of an insert). */
+  readonly restoreRow: (table: TableSpec<TableRow>, id: number, row: Row) => Effect.Effect<void>
+  readonly remove: (table: TableSpec<TableRow>, id: number) => Effect.Effect<void>
+  /** Reads a row and locks it for the rest of the transaction. */
+  readonly lock: <R extends TableRow>(table: TableSpec<R>, id: R["id"]) => Effect.Effect<R | undefined>
+  readonly emit: (event: DomainEvent) => void
+  /** Adds to the user's daily statistics, on the local date of `at` (default: now). */
+  readonly count: (stat: StatName, n?: number, at?: Date) => void
+  readonly describe: (description: string) => void
+  readonly changes: () => ReadonlyArray<RowChange>
+}
+
+/** A row's wire JSON as the database renders it (e.g. `steady_task_json`). */
+export type Wire = Record<string, unknown>
+
+export interface PendingInsert<W> {
+  /** Stands for the new row's id until the commit statement knows it (see `STAND_IN_ID`). */
+  readonly id: number
+  readonly wire: W
+}
+
+/** The untyped form of a row's writes, for the pipeline's own bookkeeping (its keys are checked columns). */
+const untyped = <R extends TableRow>(values: Writes<R>): Row => values as Row
+
+/** A row to insert along with an update (`UpdateOptions.alsoInsert`), checked against its table. */
+export interface Insertion {
+  readonly table: TableSpec<TableRow>
+  readonly values: Row
+}
+
+export const insertion = <R extends TableRow>(table: TableSpec<R>, values: Writes<R>): Insertion => ({
+  table,
+  values: untyped(values)
+})
+
+export interface UpdateOptions<R extends TableRow> {
+  /** Fields whose current value the undo entry keeps as a guard (see undo). */
+  readonly guard?: ReadonlyArray<keyof Writes<R> & string>
+  /**
+   * The row as the caller locked it earlier in this transaction (`FOR UPDATE`), so the
+   * diff needs no second read.
+   */
+  readonly current?: R
+  /**
+   * A row to insert in the same statement (a CTE), e.g. the completion record of a done:
+   * recorded after the update, as if inserted by `insert` right after it.
+   */
+  readonly alsoInsert?: Insertion
+}
+
+export interface MutationOptions {
+  readonly user: CurrentUserShape
+  readonly action: ActionName
+  /** Actions that cannot be taken back (settings, credentials) skip the undo log. */
+  readonly undoable?: boolean
+}
+
+/** What the pipeline's untyped writers take of `UpdateOptions`. */
+interface RowOptions {
+  readonly guard?: ReadonlyArray<string>
+  readonly current?: TableRow
+  readonly alsoInsert?: Insertion
+}
+
+const placeholders = (table: TableSpec<TableRow>, values: Row, start: number) => {
+  const columns = Object.keys(values)
+  const params = columns.map((c) => sqlParam(kindOf(table, c)!, values[c]!))
+  const casts = columns.map((c, i) => `$${start + i}::${sqlCast[kindOf(table, c)!]}`)
+  return { columns, params, casts }
+}
+
+/** The columns `values` really changes (the touch column aside): their old and new values. */
+const diffRow = (table: TableSpec<TableRow>, current: TableRow, values: Row) => {
+  const before: Row = {}
+  const after: Row = {}
+  for (const [column, value] of Object.entries(values)) {
+    if (column === table.touch) continue
+    const next = normalizeValue(kindOf(table, column), value)
+    const was = fieldOf(current, column)
+    if (!sameValue(was, next)) {
+      before[column] = was
+      after[column] = next
+    }
+  }
+  return { before, after }
+}
+
+/** An update as the undo log records it; guard fields keep the values undo must find. */
+const updateChange = (
+  table: TableSpec<TableRow>,
+  id: number,
+  current: TableRow,
+  before: Row,
+  after: Row,
+  guardFields: ReadonlyArray<string> = []
+): RowChange => {
+  if (guardFields.length === 0) return { op: "update", table: table.name, id, before, after }
+  const guard: Row = Object.fromEntries(guardFields.map((f) => [f, fieldOf(current, f)]))
+  return { op: "update", table: table.name, id, before, after, guard }
+}
+
+
+/** Built once per table: every create renders the same text. */
+const normalizedRowTexts = new WeakMap<TableSpec<TableRow>, string>()
+
+/**
+ * The row as `normalizeRow` has it (timestamps as ISO text in UTC with milliseconds), in
+ * SQL, for a row the commit statement inserts.
+ */
+const normalizedRowSql = (table: TableSpec<TableRow>) => {
+  let text = normalizedRowTexts.get(table)
+  if (text === undefined) {
+    const timestamps = Object.entries(table.columns).filter(([, kind]) => kind === "ts").map(([column]) => column)
+    const row = rowJsonSql(table, table.name)
+    text = timestamps.length === 0
+      ? row
+      : `${row} || jsonb_build_object(${timestamps.map((c) => `'${c}', steady_iso(${table.name}.${c})`).join(", ")})`
+    normalizedRowTexts.set(table, text)
+  }
+  return text
+}
+
+const wireOf = (table: TableSpec<TableRow>) => {
+  if (table.wire === undefined) throw new Error(`${table.name} has no wire rendering`)
+  return `${table.wire}(${table.name})`
+}
+
+const checkColumns = (table: TableSpec<TableRow>, values: object) => {
+  for (const column of Object.keys(values)) {
+    if (kindOf(table, column) === undefined) throw new Error(`Unknown column ${table.name}.${column}`)
+  }
+}
+
+export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const wakeup = yield* WebhookWakeup
+    const changeWakeup = yield* ChangeWakeup
+
+    /** A column's value as a statement parameter cast to the column's type. */
+    const typedParam = (table: TableSpec<TableRow>, column: string, value: JsonValue) =>
+      sql`${sqlParam(kindOf(table, column)!, value)}::${sql.literal(sqlCast[kindOf(table, column)!])}`
+
+    /** The row as PostgreSQL gives it (`to_jsonb`), locked. */
+    const lockRaw = (table: TableSpec<TableRow>, id: number) =>
+      sql.unsafe<{ row: Record<string, unknown> }>(
+        `SELECT ${rowJsonSql(table, "t")} AS row FROM ${table.name} t WHERE id = $1 FOR UPDATE`,
+        [id]
+      ).pipe(Effect.map((rows) => rows[0]?.row))
+
+    const lockRow = <R extends TableRow>(table: TableSpec<R>, id: number) =>
+      Effect.map(lockRaw(table, id), (raw) => raw === undefined ? undefined : decodeRow(table, raw))
+
+    /**
+     * The keyed request's slot, when this mutation may hand its commit statement to it: the
+     * first mutation run directly in the request's transaction, whose caller needs no undo id.
+     */
+    const noHandover = Effect.succeed(undefined)
+    const handoverFor = (handsOver: boolean) =>
+      Effect.withFiberRuntime<{ readonly handover: Handover; readonly transaction: readonly [Connection, number] } | undefined>(
+        (fiber) => {
+          if (!handsOver) return noHandover
+          const slot = fiber.getFiberRef(commitHandover)
+          if (slot === undefined || slot.used) return noHandover
+          const transaction = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)
+          // Only a savepoint directly in the request's transaction: one nested deeper could
+          // still be rolled back to by the transaction around it.
+          if (Option.isNone(transaction) || transaction.value[1] !== 1) return noHandover
+          slot.used = true
+          return Effect.succeed({ handover: slot, transaction: transaction.value })
+        }
+      )
+
+    /**
+     * Runs `body` in one transaction that also writes the undo entry, the domain events
+     * (the webhook outbox) and the day's statistics. A failure anywhere rolls all back.
+     */
+    const execute = <A, E, R>(options: MutationOptions, body: (tx: Tx) => Effect.Effect<A, E, R>, handsOver: boolean) =>
+      Effect.gen(function*() {
+        const now = yield* clockNow
+        const changes: Array<RowChange> = []
+        const events: Array<DomainEvent> = []
+        const stats = new Map<string, Record<StatName, number>>()
+        let deferred: Deferred | undefined
+        let description = ""
+
+        const insertRow = <R extends TableRow>(table: TableSpec<R>, values: Writes<R>) =>
+          Effect.gen(function*() {
+            checkColumns(table, values)
+            const { casts, columns, params } = placeholders(table, untyped(values), 1)
+            const rows = yield* sql.unsafe<{ row: Record<string, unknown> }>(
+              `INSERT INTO ${table.name} (${columns.join(", ")}) VALUES (${casts.join(", ")}) RETURNING ${rowJsonSql(table, table.name)} AS row`,
+              params
+            )
+            const row = decodeRow(table, rows[0]!.row)
+            changes.push({ op: "insert", table: table.name, id: row.id, after: rowJson(row) })
+            return row
+          }).pipe(Effect.orDie)
+
+        const updateRow = (table: TableSpec<TableRow>, id: number, values: Row, updateOptions: RowOptions | undefined, wire: boolean) =>
+          Effect.gen(function*() {
+            checkColumns(table, values)
+            const current = updateOptions?.current ?? (yield* lockRow(table, id))
+            if (current === undefined) return yield* Effect.dieMessage(`${table.name} ${id} vanished`)
+            const { after, before } = diffRow(table, current, values)
+            const fields = Object.keys(after)
+            const writes: Row = table.touch ? { ...after, [table.touch]: now.toISOString() } : after
+            const update = placeholders(table, writes, 2)
+            const also = updateOptions?.alsoInsert
+            if (also !== undefined) checkColumns(also.table, also.values)
+            // Without a change there is no UPDATE: the insert's parameters follow the id.
+            const sent = fields.length === 0 ? [] : update.params
+            const insert = also === undefined ? undefined : placeholders(also.table, also.values, 2 + sent.length)
+            const withInsert = also === undefined || insert === undefined
+              ? ""
+              : `WITH inserted AS (INSERT INTO ${also.table.name} (${insert.columns.join(", ")}) VALUES (${insert.casts.join(", ")})
+                 RETURNING ${rowJsonSql(also.table, also.table.name)} AS row) `
+            const returning = [
+              ...(wire ? [`${wireOf(table)} AS wire`] : []),
+              ...(also === undefined ? [] : ["(SELECT row FROM inserted) AS inserted"])
+            ]
+            const text = fields.length === 0
+              ? `${withInsert}SELECT ${returning.join(", ") || "1"} FROM ${table.name} WHERE id = $1`
+              : `${withInsert}UPDATE ${table.name} SET ${update.columns.map((c, i) => `${c} = ${update.casts[i]}`).join(", ")}
+                 WHERE id = $1${returning.length > 0 ? ` RETURNING ${returning.join(", ")}` : ""}`
+            if (fields.length === 0 && returning.length === 0) return { fields, wire: {} }
+            const rows = yield* sql.unsafe<{ wire?: Wire; inserted?: Record<string, unknown> }>(
+              text,
+              [id, ...sent, ...(insert?.params ?? [])]
+            )
+            if (fields.length > 0) {
+              changes.push(updateChange(table, id, current, before, after, updateOptions?.guard))
+            }
+            if (also !== undefined) {
+              const row = decodeRow(also.table, rows[0]!.inserted!)
+              changes.push({ op: "insert", table: also.table.name, id: row.id, after: rowJson(row) })
+            }
+            return { fields, wire: rows[0]?.wire ?? {} }
+          }).pipe(Effect.orDie)
+
+        const updateAtCommit = (table: TableSpec<TableRow>, id: number, values: Row, updateOptions: RowOptions & { readonly current: TableRow }) =>
+          Effect.sync(() => {
+            if (deferred !== undefined) throw new Error("updateAtCommit: one deferred write per mutation")
+            checkColumns(table, values)
+            const current = updateOptions.current
+            const { after, before } = diffRow(table, current, values)
+            const fields = Object.keys(after)
+            const writes: Row = table.touch && fields.length > 0 ? { ...after, [table.touch]: now.toISOString() } : after
+            const sets = Object.entries(writes).map(([column, value]) =>
+              sql`${sql.literal(column)} = ${typedParam(table, column, value)}`
+            )
+            // The compact text rendering: it is spliced into the frozen webhook bodies.
+            if (table.wireText === undefined) throw new Error(`${table.name} has no wire rendering`)
+            const wire = sql.literal(`${table.wireText}(${table.name})::text`)
+            const target = fields.length === 0
+              ? sql`target AS (SELECT ${wire} AS wire FROM ${sql.literal(table.name)} WHERE id = ${id})`
+              : sql`target AS (UPDATE ${sql.literal(table.name)} SET ${sql.csv(sets)} WHERE id = ${id} RETURNING ${wire} AS wire)`
+            if (fields.length > 0) {
+              changes.push(updateChange(table, id, current, before, after, updateOptions.guard))
+            }
+            const also = updateOptions.alsoInsert
+            let inserted: Fragment | undefined
+            if (also !== undefined) {
+              checkColumns(also.table, also.values)
+              const columns = Object.keys(also.values)
+              inserted = sql`inserted AS (INSERT INTO ${sql.literal(also.table.name)} (${sql.literal(columns.join(", "))})
+                VALUES (${
+                sql.csv(columns.map((c) =>
+                  typedParam(also.table, c, also.values[c]!)
+                ))
+              }) RETURNING id)`
+              const row: Row = { id: PENDING_ID, ...normalizeRow(also.table, also.values) }
+              changes.push({ op: "insert", table: also.table.name, id: STAND_IN_ID, after: row })
+            }
+            deferred = { target, inserted }
+            return { fields }
+          })
+
+        const insertAtCommit = (table: TableSpec<TableRow>, values: Row, computed: Readonly<Record<string, Fragment>> = {}) =>
+          Effect.sync((): void => {
+            if (deferred !== undefined) throw new Error("insertAtCommit: one deferred write per mutation")
+            checkColumns(table, values)
+            for (const column of Object.keys(computed)) checkColumns(table, { [column]: null })
+            if (table.wireText === undefined) throw new Error(`${table.name} has no wire rendering`)
+            const columns = Object.keys(values)
+            const target = sql`target AS (INSERT INTO ${sql.literal(table.name)} (${
+              sql.literal([...columns, ...Object.keys(computed)].join(", "))
+            }) VALUES (${
+              sql.csv([
+                ...columns.map((c) =>
+                  typedParam(table, c, values[c]!)
+                ),
+                ...Object.values(computed)
+              ])
+            }) RETURNING id, user_id, project_id, ${sql.literal(`${table.wireText}(${table.name})::text`)} AS wire,
+              ${sql.literal(normalizedRowSql(table))} AS row)`
+            deferred = { target, inserted: sql`inserted AS (SELECT id, row FROM target)`, insertsRow: true }
+            // The undo entry's row: the values given, overridden by the row as inserted (a
+            // later duplicate key wins in jsonb), which `withPending` splices in.
+            const row: Row = { ...normalizeRow(table, values), id: PENDING_ID }
+            changes.push({ op: "insert", table: table.name, id: STAND_IN_ID, after: { ...row, [PENDING_ROW_KEY]: true } })
+          })
+
+        const tx: Tx = {
+          now,
+          user: options.user,
+          updateAtCommit: <R extends TableRow, W>(table: TableSpec<R, W>, id: number, values: Writes<R>, updateOptions: UpdateOptions<R> & { readonly current: R }) =>
+            Effect.map(updateAtCommit(table, id, untyped(values), updateOptions), ({ fields }) => ({ fields, wire: standInWire<W>() })),
+          insertAtCommit: <R extends TableRow, W>(table: TableSpec<R, W>, values: Writes<R>, computed?: Readonly<Record<string, Fragment>>) =>
+            Effect.as(insertAtCommit(table, untyped(values), computed), { id: STAND_IN_ID, wire: standInWire<W>() }),
+          lock: (table, id) => Effect.orDie(lockRow(table, id)),
+          insert: insertRow,
+          update: (table, id, values, updateOptions) =>
+            Effect.map(updateRow(table, id, untyped(values), updateOptions, false), (u) => u.fields),
+          updateWire: <R extends TableRow, W>(table: TableSpec<R, W>, id: number, values: Writes<R>, updateOptions?: UpdateOptions<R>) =>
+            Effect.map(updateRow(table, id, untyped(values), updateOptions, true), ({ fields, wire }) => ({ fields, wire: wire as W })),
+          restoreRow: (table, id, row) =>
+            Effect.gen(function*() {
+              const values: Row = Object.fromEntries(
+                Object.entries(row).filter(([column]) => kindOf(table, column) !== undefined)
+              )
+              const { casts, columns, params } = placeholders(table, values, 2)
+              yield* sql.unsafe(
+                `INSERT INTO ${table.name} (id, ${columns.join(", ")}) VALUES ($1, ${casts.join(", ")})`,
+                [id, ...params]
+              )
+              changes.push({ op: "insert", table: table.name, id, after: row })
+            }).pipe(Effect.orDie),
+          remove: (table, id) =>
+            Effect.gen(function*() {
+              const current = yield* lockRaw(table, id)
+              if (current === undefined) return
+              yield* sql.unsafe(`DELETE FROM ${table.name} WHERE id = $1`, [id])
+              changes.push({ op: "delete", table: table.name, id, before: normalizeRow(table, current) })
+            }).pipe(Effect.orDie),
+          emit: (event) => {
+            events.push(event)
+          },
+          count: (stat, n = 1, at = now) => {
+            const day = localDate(at, options.user.timezone)
+            const row = stats.get(day) ?? { completions: 0, tasks_created: 0, snoozes: 0 }
+            row[stat] += n
+            stats.set(day, row)
+          },
+          describe: (text) => {
+            description = text
+          },
+          changes: () => changes
+        }
+
+        const result = yield* body(tx)
+        const input = { options, now, changes, events, stats, description, feed: entriesOf(changes), deferred }
+        const slot = yield* handoverFor(handsOver)
+        if (slot !== undefined) {
+          // The result keeps its stand-in: the keyed request splices the wire into its answer.
+          // Sent later from outside this transaction's scope: it names its connection unless the
+          // keyed request sends it where that connection is already the transaction's.
+          const [connection, depth] = slot.transaction
+          const sendStatement = (record: Parameters<PendingCommit["send"]>[0]) =>
+            Effect.map(Effect.tap(commitStatement(sql, input, record), wakeAfter), (written) => written.wire)
+          slot.handover.pending = {
+            send: (record) =>
+              Effect.withFiberRuntime((fiber) => {
+                const current = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)
+                return Option.isSome(current) && current.value[0] === connection
+                  ? sendStatement(record)
+                  : locallyAll(sendStatement(record), () => [onTransactionConnection(fiber.currentContext, connection, depth)])
+              })
+          }
+          return [result, null] as const
+        }
+        // Our own transaction (not a savepoint in a request-wide one): COMMIT rides with the
+        // commit statement instead of costing a round trip of its own.
+        const transaction = yield* Effect.serviceOption(SqlClient.TransactionConnection)
+        if (Option.isSome(transaction) && transaction.value[1] === 0) commitWithNextStatement(transaction.value[0])
+        const written = yield* Effect.orDie(commitStatement(sql, input, undefined))
+        yield* wakeAfter(written)
+        const wire = written.wire === null ? undefined : JSON.parse(written.wire) as Wire
+        return [resolvePending(result, wire), written.undoId] as const
+      }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
+
+    /**
+     * After commit: deliveries written by the transaction go out now, not at the next poll
+     * (no delivery row, no wake-up: the dispatcher's claim query is not free); the change
+     * streams of this instance read the new feed entries now (others hear NOTIFY).
+     */
+    const wakeAfter = (written: { readonly deliveries: number; readonly fed: boolean }) =>
+      Effect.zipRight(written.deliveries > 0 ? wakeup.wake : Effect.void, written.fed ? changeWakeup.wake : Effect.void)
+
+    const runWithUndoId = <A, E, R>(options: MutationOptions, body: (tx: Tx) => Effect.Effect<A, E, R>) =>
+      execute(options, body, false)
+
+    /** Inside a keyed request, the first such mutation hands its commit statement over (`CommitHandover`). */
+    const run = <A, E, R>(options: MutationOptions, body: (tx: Tx) => Effect.Effect<A, E, R>) =>
+      Effect.map(execute(options, body, true), ([result]) => result)
+
+    return { run, runWithUndoId } as const
+  })
+}) {}

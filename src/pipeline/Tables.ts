@@ -1,0 +1,235 @@
+import type { JsonValue, Row } from "../kernel/Json.js"
+import type { CompletionRow, ProjectRow, QuotaPeriodRow, TaskRow, TimeSlotRow } from "./Rows.js"
+import type { Task } from "../tasks/Task.js"
+
+/**
+ * Column kinds of the tables the mutation pipeline writes. The kind decides how a value
+ * is sent (`$n::kind`) and how a read value is normalised for the undo log, so a field's
+ * before and after compare equal exactly when the database holds the same value.
+ */
+export type ColumnKind = "int" | "text" | "bool" | "ts" | "json"
+
+/** The kinds a column of TypeScript type `T` may have: a table's spec must agree with its row type. */
+type KindFor<T> = [JsonValue] extends [T] ? ColumnKind
+  : [T] extends [number | null] ? "int"
+  : [T] extends [boolean | null] ? "bool"
+  : [T] extends [string | null] ? "text" | "ts"
+  : "json"
+
+/** Every row has an integer id; the rest is the table's. */
+export interface TableRow {
+  readonly id: number
+}
+
+/** A row whose columns are known only at run time (the undo log replays rows by table name). */
+export type AnyRow = TableRow & Row
+
+export type ColumnsOf<R> = { readonly [K in Exclude<keyof R, "id">]: KindFor<R[K]> }
+
+/**
+ * A table the pipeline writes: `R` its row, `W` its wire shape (what `wire` renders, the
+ * encoded type of the API's schema for it), for writes that answer with the row.
+ */
+export interface TableSpec<R extends TableRow = AnyRow, W = unknown> {
+  readonly name: string
+  readonly columns: ColumnsOf<R>
+  /** Set on every update, and left out of undo diffs. */
+  readonly touch?: string
+  /** The SQL function that renders a row as its wire JSON (jsonb), for writes that answer with it. */
+  readonly wire?: string
+  /** The same rendering as compact JSON text (`json`), to splice into frozen webhook bodies. */
+  readonly wireText?: string
+  /** Columns PostgreSQL computes itself (generated): never written, and left out of the rows read. */
+  readonly generated?: ReadonlyArray<string>
+  /** Never set: carries `W` for the type checker. */
+  readonly wireType?: W
+}
+
+/** A column's kind by name, for code that handles any table's rows. */
+export const kindOf = (table: TableSpec<TableRow>, column: string): ColumnKind | undefined =>
+  (table.columns as Readonly<Record<string, ColumnKind>>)[column]
+
+/** A decoded row as the undo log's JSON row: typed rows hold JSON values only (`decodeRow`). */
+export const rowJson = (row: TableRow): Row => row as unknown as Row
+
+/** A column's value in a row of any table, as the undo log holds it. */
+export const fieldOf = (row: TableRow, column: string): JsonValue => rowJson(row)[column] ?? null
+
+/**
+ * A row of `table` under `alias` as jsonb, without its generated columns: the pipeline's
+ * rows hold what can be written (the undo log writes them back), not the task's stored wire text.
+ */
+export const rowJsonSql = (table: TableSpec<TableRow>, alias: string) =>
+  [`to_jsonb(${alias})`, ...(table.generated ?? []).map((column) => `'${column}'`)].join(" - ")
+
+const taskColumns: ColumnsOf<TaskRow> = {
+  user_id: "int",
+  project_id: "int",
+  title: "text",
+  original_title: "text",
+  short_title: "text",
+  done: "bool",
+  done_at: "ts",
+  priority: "int",
+  due_at: "ts",
+  rrule: "text",
+  recurrence_mode: "text",
+  anchor_time: "text",
+  anchor_dow: "int",
+  anchor_dom: "int",
+  original_due_at: "ts",
+  previous_due_at: "ts",
+  target_at: "ts",
+  deadline_at: "ts",
+  horizon: "text",
+  horizon_set_at: "ts",
+  last_considered_at: "ts",
+  segment_deferred_at: "ts",
+  segment_targeted_at: "ts",
+  target_set_at: "ts",
+  target_auto: "bool",
+  occurrence_at: "ts",
+  deadline_nag_off: "bool",
+  auto_snooze_minutes: "int",
+  deleted_at: "ts",
+  archived_at: "ts",
+  labels: "json",
+  notes: "text",
+  is_reminder: "bool",
+  is_tracked: "bool",
+  progress_target: "int",
+  progress_current: "int",
+  progress_period_start: "ts",
+  progress_period_end: "ts",
+  series_start_at: "ts",
+  quota_prompt_config: "json",
+  quota_day_state: "json",
+  completion_count: "int",
+  skip_count: "int",
+  snooze_count: "int",
+  first_completed_at: "ts",
+  last_completed_at: "ts",
+  enrichment_requested_at: "ts",
+  enrichment_status: "text",
+  enrichment_baseline: "json",
+  roll_stopped_at: "ts",
+  created_at: "ts",
+  updated_at: "ts"
+}
+
+export type TaskColumn = keyof typeof taskColumns
+
+export const TasksTable: TableSpec<TaskRow, Task> = {
+  name: "tasks",
+  columns: taskColumns,
+  touch: "updated_at",
+  wire: "steady_task_json",
+  wireText: "steady_task_wire",
+  // Migration 0022: the task's wire JSON, stored with the row.
+  generated: ["wire_text"]
+}
+
+/** A task row `t` as jsonb, as the pipeline reads it (`rowJsonSql`). */
+export const taskRowJson = rowJsonSql(TasksTable, "t")
+
+export const ProjectsTable: TableSpec<ProjectRow> = {
+  name: "projects",
+  columns: {
+    owner_id: "int",
+    name: "text",
+    shared: "bool",
+    sort_order: "int",
+    color: "text",
+    description: "text",
+    is_inbox: "bool",
+    created_at: "ts",
+    updated_at: "ts"
+  },
+  touch: "updated_at"
+}
+
+export const TimeSlotsTable: TableSpec<TimeSlotRow> = {
+  name: "time_slots",
+  columns: { user_id: "int", label: "text", start_time: "text", sort_order: "int", created_at: "ts" }
+}
+
+export const CompletionsTable: TableSpec<CompletionRow> = {
+  name: "completions",
+  columns: {
+    task_id: "int",
+    user_id: "int",
+    completed_at: "ts",
+    due_at_was: "ts",
+    due_at_next: "ts",
+    task_title: "text",
+    project_id: "int",
+    is_reminder: "bool",
+    is_tracked: "bool",
+    progress_target: "int"
+  }
+}
+
+export const QuotaPeriodsTable: TableSpec<QuotaPeriodRow> = {
+  name: "quota_periods",
+  columns: {
+    task_id: "int",
+    user_id: "int",
+    period_start: "ts",
+    period_end: "ts",
+    count: "int",
+    target: "int",
+    met: "bool",
+    closed_at: "ts",
+    closed_early: "bool"
+  }
+}
+
+/** The tables whose rows the undo log replays, by name: their rows' columns are known at run time only. */
+export const tablesByName: Readonly<Record<string, TableSpec<AnyRow>>> = {
+  tasks: TasksTable,
+  projects: ProjectsTable,
+  time_slots: TimeSlotsTable,
+  completions: CompletionsTable,
+  quota_periods: QuotaPeriodsTable
+}
+
+
+/** The value as the undo log keeps it: timestamps as ISO strings with milliseconds. */
+export const normalizeValue = (kind: ColumnKind | undefined, value: unknown): JsonValue => {
+  if (value === null || value === undefined) return null
+  if (kind === "ts") return (value instanceof Date ? value : new Date(String(value))).toISOString()
+  if (value instanceof Date) return value.toISOString()
+  return value as JsonValue
+}
+
+/** A row as the undo log keeps it: each value normalised by its column's kind. */
+export const normalizeRow = (table: TableSpec<TableRow>, raw: Readonly<Record<string, unknown>>): Row => {
+  const out: Row = {}
+  for (const [key, value] of Object.entries(raw)) out[key] = normalizeValue(kindOf(table, key), value)
+  return out
+}
+
+/**
+ * A whole row as PostgreSQL gives it (`to_jsonb`, see `rowJsonSql`), decoded into the
+ * table's row type. jsonb already carries numbers, booleans and JSON as such; only
+ * timestamps need decoding (to `toISOString` text), so this is the row's decoder, at a
+ * fraction of a schema decode's cost on every locked row. `test/wire-schema.test.ts` holds
+ * it to the row schemas (`pipeline/Rows.ts`) over real rows of both databases.
+ */
+export const decodeRow = <R extends TableRow>(table: TableSpec<R>, raw: Readonly<Record<string, unknown>>): R =>
+  normalizeRow(table, raw) as unknown as R
+
+/** The SQL parameter for a value: JSON as text, timestamps as ISO text, the rest as is. */
+export const sqlParam = (kind: ColumnKind, value: JsonValue): unknown => {
+  if (value === null) return null
+  if (kind === "json") return JSON.stringify(value)
+  return value
+}
+
+export const sqlCast: Record<ColumnKind, string> = {
+  int: "integer",
+  text: "text",
+  bool: "boolean",
+  ts: "timestamptz",
+  json: "jsonb"
+}

@@ -1,0 +1,16 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
+import { Quotas } from "./Quotas.js"
+import { answerData, answerJsonText } from "../http/Answer.js"
+import { Api } from "../http/Api.js"
+import { whole } from "../http/Envelope.js"
+import { ProgressResult, QuotaList } from "./QuotasApi.js"
+
+export const QuotasHttpLive = HttpApiBuilder.group(Api, "quotas", (handlers) =>
+  Effect.gen(function*() {
+    const quotas = yield* Quotas
+    return handlers
+      .handle("progress", ({ path, payload }) =>
+        answerData(ProgressResult)((user) => quotas.progress(user, path.id, payload?.delta ?? 1)), whole)
+      .handle("list", () => answerJsonText(QuotaList)(quotas.listJson), whole)
+  }))

@@ -1,0 +1,164 @@
+import type * as SqlClient from "@effect/sql/SqlClient"
+import type { Fragment } from "@effect/sql/Statement"
+import { Effect } from "effect"
+import type { TaskId, UserId } from "../kernel/Ids.js"
+import { visibleTo } from "../tasks/TasksTable.js"
+import { type CalendarColumns, calendarColumns } from "../accounts/UsersTable.js"
+import { hasRunningPeriod, isNotQuota, isOpen } from "../pipeline/WireSql.js"
+
+/**
+ * Statements on `tasks` that find what rolls over with time (issue 12 item 2): quotas whose
+ * periods run or have ended (the rollover sweep's batch and its write, a user's running
+ * quotas to realign, the ended ones an undo settles first, the metrics' rollover lag) and
+ * the recurring reminders whose time has passed. They read every user's tasks or a set of
+ * them, each through the partial index its condition matches.
+ */
+
+/** Where the previous batch stopped, in the claim order (period end, then id). */
+export interface SweepCursor {
+  /** The timestamptz as PostgreSQL prints it, so it goes back exactly (microseconds included). */
+  readonly end: string
+  readonly id: number
+}
+
+/** A quota claimed by the sweep, with its owner's calendar. */
+export interface ClaimedQuota extends CalendarColumns {
+  readonly id: number
+  readonly user_id: number
+  readonly project_id: number
+  readonly title: string
+  readonly rrule: string | null
+  readonly is_tracked: boolean
+  readonly progress_target: number
+  readonly progress_current: number
+  readonly period_start: string | null
+  readonly period_end: string | null
+  readonly end_key: string
+  readonly completion_count: number
+  readonly first_completed_at: string | null
+}
+
+/**
+ * Claims up to `size` quotas whose periods have ended by `at`, after `after` in the claim
+ * order, locked; `skipLocked` false waits for rows other transactions hold instead of
+ * passing them by.
+ */
+export const claimEnded = (
+  sql: SqlClient.SqlClient,
+  at: string,
+  after: SweepCursor | undefined,
+  size: number,
+  skipLocked: boolean
+) =>
+  sql<ClaimedQuota>`
+      SELECT t.id, t.user_id, t.project_id, t.title, t.rrule, t.is_tracked, t.progress_target, t.progress_current,
+             steady_iso(t.progress_period_start) AS period_start, steady_iso(t.progress_period_end) AS period_end,
+             t.progress_period_end::text AS end_key, t.completion_count,
+             steady_iso(t.first_completed_at) AS first_completed_at,
+             ${calendarColumns(sql, "u")}
+      FROM tasks t JOIN users u ON u.id = t.user_id
+      WHERE ${hasRunningPeriod(sql)}
+        AND t.progress_period_end <= ${at}::timestamptz
+        ${after === undefined ? sql`` : sql`AND (t.progress_period_end, t.id) > (${after.end}::timestamptz, ${after.id}::int)`}
+      ORDER BY t.progress_period_end, t.id
+      LIMIT ${size}
+      FOR UPDATE OF t ${skipLocked ? sql`SKIP LOCKED` : sql``}`
+
+/**
+ * Moves the claimed quotas to their next periods, in one statement: each update names the
+ * task (`id`), its next period and its counters (a null `completion_count`: unchanged).
+ */
+export const startNextPeriods = (sql: SqlClient.SqlClient, at: string, updates: ReadonlyArray<unknown>) =>
+  sql`
+        UPDATE tasks t SET
+          progress_current = 0,
+          progress_period_start = x.period_start,
+          progress_period_end = x.period_end,
+          completion_count = COALESCE(x.completion_count, t.completion_count),
+          first_completed_at = CASE WHEN x.completion_count IS NULL THEN t.first_completed_at ELSE x.first_completed_at END,
+          last_completed_at = CASE WHEN x.completion_count IS NULL THEN t.last_completed_at ELSE x.last_completed_at END,
+          updated_at = ${at}::timestamptz
+        FROM jsonb_to_recordset(${JSON.stringify(updates)}::jsonb)
+          AS x(id int, period_start timestamptz, period_end timestamptz, completion_count int,
+               first_completed_at timestamptz, last_completed_at timestamptz)
+        WHERE t.id = x.id`
+
+/** The user's quotas whose periods run, by id (a change of zone or week start realigns them). */
+export const runningQuotasOf = (sql: SqlClient.SqlClient, userId: UserId) =>
+  Effect.orDie(sql<{ id: TaskId }>`
+          SELECT id FROM tasks WHERE user_id = ${userId} AND ${hasRunningPeriod(sql, "")} ORDER BY id`)
+
+/**
+ * The quotas among `ids` (a subquery of task ids) whose periods have ended by `now` and that
+ * the user can see, by id.
+ */
+export const endedQuotasAmong = (sql: SqlClient.SqlClient, userId: UserId, now: Date, ids: Fragment) =>
+  Effect.orDie(sql<{ id: TaskId }>`
+          SELECT t.id FROM tasks t
+          WHERE ${hasRunningPeriod(sql)} AND t.progress_period_end <= ${now.toISOString()}::timestamptz
+            AND t.id IN ${ids}
+            AND ${visibleTo(sql, userId)}
+          ORDER BY t.id`)
+
+/** How far behind the rollover is at `now`, in seconds: since the oldest period end not rolled yet (a subquery, NULL when none). */
+export const rolloverLag = (sql: SqlClient.SqlClient, now: Date): Fragment =>
+  sql`(SELECT EXTRACT(EPOCH FROM (${now.toISOString()}::timestamptz - min(progress_period_end)))::float8
+        FROM tasks WHERE ${hasRunningPeriod(sql, "")}
+          AND progress_period_end <= ${now.toISOString()}::timestamptz)`
+
+export interface MissedReminder {
+  readonly id: TaskId
+  readonly user_id: UserId
+  readonly username: string
+  readonly timezone: string
+  readonly rrule: string
+  readonly anchor_time: string | null
+  readonly due_at: string
+  readonly series_start_at: string | null
+}
+
+/** Candidates one page of the missed-reminder sweep reads. */
+export const MISSED_REMINDERS_PAGE = 1000
+
+/**
+ * Up to `size` open recurring reminders whose time has passed, of every user, after id
+ * `after`, by id: the sweep pages through them with that cursor, so whatever sits at the front
+ * cannot hold back what comes after it. Reminders the sweep has stopped (`roll_stopped_at`,
+ * migration 0031) are not among them, nor those of `skipUsers` (who had their share of this
+ * sweep). Read from the partial index of reminders to roll, in id order, `due_at` checked on
+ * its entries: the page reads those few rows, not the table.
+ */
+export const missedReminders = (
+  sql: SqlClient.SqlClient,
+  now: Date,
+  after = 0,
+  size = MISSED_REMINDERS_PAGE,
+  skipUsers: ReadonlyArray<UserId> = []
+) =>
+  sql<MissedReminder>`
+    SELECT t.id, t.user_id, u.username, u.timezone, t.rrule, t.anchor_time, steady_iso(t.due_at) AS due_at,
+           steady_iso(t.series_start_at) AS series_start_at
+    FROM tasks t JOIN users u ON u.id = t.user_id
+    WHERE t.is_reminder AND t.rrule IS NOT NULL AND ${isNotQuota(sql)} AND ${isOpen(sql)} AND t.roll_stopped_at IS NULL
+      AND t.id > ${after} AND t.due_at < ${now.toISOString()}::timestamptz
+      ${skipUsers.length === 0 ? sql`` : sql`AND t.user_id NOT IN ${sql.in(skipUsers)}`}
+    ORDER BY t.id LIMIT ${size}`
+
+/**
+ * Stops rolling the given reminders as of `at`: each is left out of the sweep from now on. A
+ * reminder whose rule, due date, series start or anchor no longer reads as the sweep saw it
+ * (the user changed it meanwhile; compared as the sweep read them, timestamps in steady_iso
+ * text) is left alone, so the next sweep judges the new schedule.
+ * No `updated_at`, no change feed entry: nothing a client sees changes.
+ */
+export const stopRolling = (sql: SqlClient.SqlClient, at: Date, seen: ReadonlyArray<MissedReminder>) => {
+  const schedules = seen.map(({ anchor_time, due_at, id, rrule, series_start_at }) => ({ id, rrule, anchor_time, due_at, series_start_at }))
+  return sql`
+    UPDATE tasks t SET roll_stopped_at = ${at.toISOString()}::timestamptz
+    FROM jsonb_to_recordset(${JSON.stringify(schedules)}::jsonb)
+      AS x(id int, rrule text, anchor_time text, due_at text, series_start_at text)
+    WHERE t.id = x.id AND t.rrule = x.rrule AND steady_iso(t.due_at) = x.due_at
+      AND t.anchor_time IS NOT DISTINCT FROM x.anchor_time
+      AND steady_iso(t.series_start_at) IS NOT DISTINCT FROM x.series_start_at
+      AND t.roll_stopped_at IS NULL`
+}

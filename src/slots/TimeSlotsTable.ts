@@ -1,0 +1,69 @@
+import type * as SqlClient from "@effect/sql/SqlClient"
+import type { Fragment } from "@effect/sql/Statement"
+import { Effect } from "effect"
+import type { UserId } from "../kernel/Ids.js"
+import type { TimeSlotRow } from "../pipeline/Rows.js"
+
+/**
+ * Every statement on `time_slots` outside the mutation pipeline's own writes (issue 12
+ * item 2): a user's slots, one slot, a new user's defaults, and the probes the change feed
+ * makes. The pipeline inserts, updates and removes slots through `TimeSlotsTable`
+ * (`Tables.ts`), the table's spec.
+ */
+
+/**
+ * A user's slots in time order. Locked when the caller is about to add, move or delete
+ * one, so two such edits of one user's slots queue instead of both passing the checks.
+ */
+export const slotsOf = (sql: SqlClient.SqlClient, userId: UserId, lock = false) =>
+  (lock
+    ? sql<TimeSlotRow>`SELECT id, user_id, label, start_time, sort_order, steady_iso(created_at) AS created_at
+        FROM time_slots WHERE user_id = ${userId} ORDER BY start_time, id FOR UPDATE`
+    : sql<TimeSlotRow>`SELECT id, user_id, label, start_time, sort_order, steady_iso(created_at) AS created_at
+        FROM time_slots WHERE user_id = ${userId} ORDER BY start_time, id`).pipe(Effect.orDie)
+
+/**
+ * A user's slots, locked, as they are once the lock is held. The locking read returns the
+ * rows of its snapshot: a slot that a concurrent add inserted while this one waited for its
+ * locks is not among them, and a check against them would pass a start time that slot has
+ * taken (a unique violation, answered 500). So the slots are read again once locked; none can
+ * be added meanwhile, since an add locks the user's slots first and now waits for this one.
+ */
+export const lockedSlotsOf = (sql: SqlClient.SqlClient, userId: UserId) =>
+  Effect.zipRight(slotsOf(sql, userId, true), slotsOf(sql, userId))
+
+/** A slot the caller knows exists. */
+export const slotById = (sql: SqlClient.SqlClient, id: number) =>
+  sql<TimeSlotRow>`SELECT id, user_id, label, start_time, sort_order, steady_iso(created_at) AS created_at
+    FROM time_slots WHERE id = ${id}`.pipe(Effect.map((rows) => rows[0]!), Effect.orDie)
+
+/** Whether `slotId` is one of the user's slots. */
+export const ownsSlot = (sql: SqlClient.SqlClient, userId: UserId, slotId: number) =>
+  sql<{ id: number }>`SELECT id FROM time_slots WHERE id = ${slotId} AND user_id = ${userId}`.pipe(
+    Effect.map((rows) => rows.length > 0),
+    Effect.orDie
+  )
+
+/** One of a new user's default slots (written outside the pipeline: a new user has nothing to undo). */
+export const insertSlot = (
+  sql: SqlClient.SqlClient,
+  slot: { readonly user_id: UserId; readonly label: string; readonly start_time: string; readonly sort_order: number; readonly created_at: string }
+) =>
+  sql`INSERT INTO time_slots (user_id, label, start_time, sort_order, created_at)
+            VALUES (${slot.user_id}, ${slot.label}, ${slot.start_time}, ${slot.sort_order}, ${slot.created_at}::timestamptz)`
+
+/**
+ * The slot a change names, for a LATERAL join: `kind` and `id` are the change's columns,
+ * `columns` what the caller reads of the slot `x`. OFFSET 0 keeps it one index probe per
+ * change; a plain join let a generic plan made on a small database hash-join a scan of the
+ * table on each read (issue 17).
+ */
+export const slotNamedBy = (sql: SqlClient.SqlClient, columns: "x.*" | "x.user_id", kind: string, id: string): Fragment =>
+  sql`(SELECT ${sql.literal(columns)} FROM time_slots x WHERE ${sql.literal(kind)} = 'time_slot' AND x.id = ${
+    sql.literal(id)
+  } OFFSET 0)`
+
+/** A slot as the wire shows it (as `slotsOf` reads it), for a slot aliased `s`. */
+export const slotJson = (sql: SqlClient.SqlClient): Fragment =>
+  sql`json_build_object('id', s.id, 'user_id', s.user_id, 'label', s.label,
+              'start_time', s.start_time, 'sort_order', s.sort_order, 'created_at', steady_iso(s.created_at))`

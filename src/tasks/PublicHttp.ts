@@ -1,0 +1,18 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
+import { Notifications } from "../quotas/Notifications.js"
+import { PushKeys } from "../quotas/PushKeys.js"
+import { dataResponse } from "../http/Answer.js"
+import { Api } from "../http/Api.js"
+import { whole } from "../http/Envelope.js"
+import { NotificationActed, VapidKey } from "./PublicApi.js"
+
+export const PublicHttpLive = HttpApiBuilder.group(Api, "public", (handlers) =>
+  Effect.gen(function*() {
+    const keys = yield* PushKeys
+    const notifications = yield* Notifications
+    return handlers
+      .handle("vapidKey", () => Effect.map(keys.publicKey, (public_key) => dataResponse(VapidKey, { public_key, configured: true })), whole)
+      .handle("notificationAction", ({ payload }) =>
+        Effect.map(notifications.act(payload.token, payload.action, payload.task_id), (r) => dataResponse(NotificationActed, r)), whole)
+  }))

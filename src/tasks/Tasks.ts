@@ -1,0 +1,184 @@
+import * as SqlClient from "@effect/sql/SqlClient"
+import { Effect, Option } from "effect"
+import { ValidationError } from "../kernel/Errors.js"
+import type { JsonValue } from "../kernel/Json.js"
+import type { TaskRow, Writes } from "../pipeline/Rows.js"
+import type { TaskCreate, TaskPatch } from "./Task.js"
+import type { PeriodSettings } from "../quotas/QuotaPeriods.js"
+import { shouldEnrich } from "../ai/AiEnrichment.js"
+import { projectRefusal } from "../projects/Project.js"
+import { isQuota, newTaskRow, patchTaskRow, visibleFields } from "./TaskRules.js"
+import type { CurrentUserShape } from "../kernel/CurrentUser.js"
+import { AiRateLimits } from "../ai/AiRateLimits.js"
+import { EnrichmentQueue } from "../ai/EnrichmentQueue.js"
+import { Mutations, type Tx } from "../pipeline/Mutations.js"
+import { Quotas } from "../quotas/Quotas.js"
+import { TasksTable } from "../pipeline/Tables.js"
+import { TaskQueries } from "./TaskQueries.js"
+import { UserCalendar } from "../accounts/UserCalendar.js"
+import { inboxOf } from "../projects/ProjectsTable.js"
+import type { ProjectId, TaskId } from "../kernel/Ids.js"
+
+type Wire = Record<string, unknown>
+
+const quoted = (title: string) => `'${title}'`
+
+/** Task writes. Each one is a single pass through the mutation pipeline. */
+export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const mutations = yield* Mutations
+    const queries = yield* TaskQueries
+    const quotas = yield* Quotas
+    const calendars = yield* UserCalendar
+    const enrichment = yield* EnrichmentQueue
+    const rateLimits = yield* AiRateLimits
+
+    /**
+     * A quota's current period: set when it becomes a quota or its period rule changes. The
+     * owner's calendar is read only then.
+     */
+    const periodWrites = (
+      owner: Effect.Effect<PeriodSettings>,
+      before: TaskRow | undefined,
+      after: Pick<TaskRow, "progress_target" | "is_tracked" | "rrule">,
+      now: Date
+    ) =>
+      Effect.gen(function*() {
+        const none: Writes<TaskRow> = {}
+        const quota = isQuota(after)
+        const wasQuota = before !== undefined && isQuota(before)
+        if (!quota) return wasQuota ? { progress_period_start: null, progress_period_end: null } : none
+        if (wasQuota && before.rrule === after.rrule) return none
+        const period = quotas.initialPeriod(after.rrule, yield* owner, now)
+        return {
+          progress_period_start: period === undefined ? null : period.start.toISOString(),
+          progress_period_end: period === undefined ? null : period.end.toISOString()
+        }
+      })
+
+    const usableProject = (user: CurrentUserShape, projectId: ProjectId) =>
+      Effect.flatMap(queries.projectUsable(user, projectId), (found) =>
+        Option.match(found, {
+          onNone: () => Effect.fail(ValidationError.field("project_id", "Project not found")),
+          onSome: Effect.succeed
+        }))
+
+    /** `task` may stand for a wire JSON the commit statement renders: the id comes separately. */
+    const emitUpdated = (tx: Tx, id: number, task: Wire, fields: ReadonlyArray<string>) =>
+      tx.emit({ event: "task.updated", taskId: id, data: { task: task as JsonValue, fields_changed: [...fields] } })
+
+    /**
+     * One statement: the INSERT (which looks up the Inbox itself, renders the new task as wire
+     * JSON and carries an enrichment request) and the pipeline's own writes all go out as the
+     * commit statement (`Tx.insertAtCommit`).
+     */
+    const create = (user: CurrentUserShape, input: TaskCreate) => {
+      // Requested on the task row itself, in the same statement (durable); queued and enriched
+      // in the background (issue 11).
+      const enrich = enrichment.enabled && shouldEnrich(input)
+      let wakeWorker = false
+      return mutations.run({ user, action: "create" }, (tx) =>
+        Effect.gen(function*() {
+          const projectId = input.project_id === undefined ? undefined : yield* usableProject(user, input.project_id)
+          const base = yield* newTaskRow(input, { now: tx.now, zone: user.timezone, projectId, userId: user.id })
+          // The creator owns the task: its calendar is theirs.
+          const row = {
+            ...base,
+            ...(yield* periodWrites(calendars.of(user.id), undefined, base, tx.now)),
+            ...(enrich ? { enrichment_status: "pending" as const } : {})
+          }
+          // The request is the row's pending status: until the task changes, the row is the
+          // request's baseline too, and its first update keeps it (migration 0023).
+          const inserted = yield* tx.insertAtCommit(
+            TasksTable,
+            row,
+            projectId === undefined ? { project_id: inboxOf(sql, sql`${user.id}`) } : {}
+          )
+          if (enrich) wakeWorker = yield* enrichment.noteQueued
+          tx.emit({ event: "task.created", taskId: inserted.id, data: { task: inserted.wire as JsonValue } })
+          tx.count("tasks_created")
+          tx.describe(`Created ${quoted(base.title)}`)
+          return inserted.wire
+        })).pipe(Effect.tap(() => (wakeWorker ? enrichment.wake : Effect.void)))
+    }
+
+    /**
+     * The task is locked with its owner's calendar; the UPDATE goes out with the commit
+     * statement, and the task comes back from it as wire JSON.
+     */
+    const update = (user: CurrentUserShape, id: TaskId, patch: TaskPatch) =>
+      mutations.run({ user, action: "edit" }, (tx) =>
+        Effect.gen(function*() {
+          const { calendar, current } = yield* queries.lockForWrite(user, id)
+          if (patch.project_id !== undefined && patch.project_id !== current.project_id) {
+            const refusal = projectRefusal(yield* queries.projectAccess(patch.project_id), user.id, current.user_id)
+            if (refusal !== undefined) return yield* Effect.fail(ValidationError.field("project_id", refusal))
+          }
+          // Anchors and periods on the owner's calendar, whoever edits (README: whose calendar).
+          const edits = yield* patchTaskRow(current, patch, { now: tx.now, zone: calendar.zone })
+          const writes = { ...edits, ...(yield* periodWrites(Effect.succeed(calendar), current, { ...current, ...edits }, tx.now)) }
+          const written = yield* tx.updateAtCommit(TasksTable, id, writes, { current })
+          const fields = visibleFields(written.fields)
+          const task = written.wire
+          const title = "title" in writes ? writes.title : current.title
+          const description = fields.length === 0
+            ? `No changes to ${quoted(title)}`
+            : `Edited ${quoted(title)} (${fields.join(", ")})`
+          if (fields.length > 0) emitUpdated(tx, id, task, fields)
+          tx.describe(description)
+          return { ...task, fields_changed: fields, description }
+        }))
+
+    /** DELETE moves to the trash; deleting what is already there changes nothing. */
+    const trash = (user: CurrentUserShape, id: TaskId) =>
+      mutations.run({ user, action: "delete" }, (tx) =>
+        Effect.gen(function*() {
+          const current = yield* queries.lockVisible(user, id)
+          if (current.deleted_at === null) {
+            yield* tx.update(TasksTable, id, { deleted_at: tx.now.toISOString() })
+            tx.emit({ event: "task.deleted", taskId: id, data: { task_id: id, title: current.title } })
+          }
+          const task = yield* queries.wire(id)
+          tx.describe(`Moved ${quoted(task.title)} to the trash`)
+          return { ...task, message: `Task ${quoted(task.title)} moved to the trash` }
+        }))
+
+    const restore = (user: CurrentUserShape, id: TaskId) =>
+      mutations.run({ user, action: "restore" }, (tx) =>
+        Effect.gen(function*() {
+          const current = yield* queries.lockVisible(user, id)
+          if (current.deleted_at === null) {
+            return yield* Effect.fail(ValidationError.field("id", "Task is not in the trash"))
+          }
+          const fields = yield* tx.update(TasksTable, id, { deleted_at: null })
+          const task = yield* queries.wire(id)
+          emitUpdated(tx, id, task, fields)
+          tx.describe(`Restored ${quoted(task.title)} from the trash`)
+          return task
+        }))
+
+    /**
+     * Re-queues enrichment from `original_title`; the AI worker picks it up. With AI off
+     * only the request time is recorded. The owner's alone: enrichment runs with the
+     * owner's account, and another user who sees the task through a shared project gets the
+     * same 404 as for a private task (README, AI helpers). Each call takes a token from the
+     * caller's reprocess limit first, whatever it then answers.
+     */
+    const reprocess = (user: CurrentUserShape, id: TaskId) =>
+      Effect.zipRight(
+        rateLimits.take("reprocess", user.id),
+        mutations.run({ user, action: "reprocess", undoable: false }, (tx) =>
+          Effect.gen(function*() {
+            const current = yield* queries.lockOwned(user, id)
+            if (current.deleted_at !== null) return yield* Effect.fail(ValidationError.field("id", "Task is in the trash"))
+            yield* tx.update(TasksTable, id, { enrichment_requested_at: tx.now.toISOString() })
+            if (enrichment.enabled) yield* enrichment.requeue(current.id, current.original_title, tx.now)
+            tx.describe(`Queued ${quoted(current.title)} for enrichment`)
+            return yield* queries.wire(id)
+          }))
+      ).pipe(Effect.tap(() => (enrichment.enabled ? enrichment.wake : Effect.void)))
+
+    return { create, update, trash, restore, reprocess } as const
+  })
+}) {}
