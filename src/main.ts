@@ -13,9 +13,9 @@ const logLevel = (name: string | undefined) => {
   return LogLevel.allLevels.find((level) => level.label.toLowerCase() === label) ?? LogLevel.Info
 }
 
-/** Requests in flight get this long to finish after a stop signal (issue 13: up to 10 s). */
+/** Requests in flight get this long to finish after a stop signal (up to 10 s). */
 const DRAIN_GRACE_MS = 10_000
-/** Whatever clients or a stuck finalizer do, the process is gone by then (issue 13: 12 s). */
+/** Whatever clients or a stuck finalizer do, the process is gone by then (within 12 s of the signal). */
 const HARD_STOP_MS = 11_500
 /** A second signal this soon is the same stop relayed by npm/npx/tsx, not an operator's insistence. */
 const ECHO_MS = 3_000

@@ -38,7 +38,7 @@ interface Entry {
 }
 
 /**
- * Verified tokens by digest, so a request spends no round trip on its token (issue 12 item 5).
+ * Verified tokens by digest, so a request spends no round trip on its token.
  *
  * - Embedded: this process makes every change (the data directory is locked to it), so it
  *   forgets at once after its own revoking commits (`revoked`).

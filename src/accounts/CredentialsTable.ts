@@ -4,7 +4,7 @@ import type { UserId } from "../kernel/Ids.js"
 import type { UserRow } from "./UsersTable.js"
 
 /**
- * Every statement on the credentials (issue 12 item 2): `api_tokens`, the browser sessions
+ * Every statement on the credentials: `api_tokens`, the browser sessions
  * minted from them (`auth_sessions`) and the calendar feed keys (`calendar_keys`). Only
  * digests are stored; a credential is looked up by its digest together with the user it
  * stands for, in one statement (the join lives here, with the credential it starts from).

@@ -6,7 +6,7 @@ import type { StoredPreferences } from "./Preferences.js"
 import type { WeekStartDay } from "../quotas/QuotaPeriods.js"
 
 /**
- * Every statement on `users` (issue 12 item 2): finding and creating users, the lock that
+ * Every statement on `users`: finding and creating users, the lock that
  * caps what a user may create, the preferences, the AI context, and the calendar columns
  * other statements read with their own rows. Statements that read tasks with their owner's
  * calendar join `users` in the tasks' statements (`calendarColumns`); credentials that name

@@ -138,7 +138,7 @@ export class AiAssist extends Effect.Service<AiAssist>()("steady/AiAssist", {
         (rows) => (rows[0]?.result ?? null) as WhatsNextResult | null
       ).pipe(Effect.orDie)
 
-    /** Open, not quotas: undated, overdue or due within 7 days (spec §4.9 / issue 11). */
+    /** Open, not quotas: undated, overdue or due within 7 days (spec §4.9). */
     const candidates = (userId: UserId, now: Date) => {
       const weekAhead = new Date(now.getTime() + 7 * 86_400_000).toISOString()
       return whatsNextCandidates(sql, userId, weekAhead, WHATS_NEXT_MAX_CANDIDATES)

@@ -122,7 +122,7 @@ export class AiGateway extends Effect.Service<AiGateway>()("steady/AiGateway", {
         Effect.catchAllCause((cause) => Effect.logWarning("AI activity row not written", cause))
       )
 
-    /** Issue 11: AI activity rows are kept for 30 days. */
+    /** AI activity rows are kept for 30 days. */
     const purgeActivity = Effect.gen(function*() {
       const cutoff = new Date((yield* clockNow).getTime() - AI_ACTIVITY_RETENTION_DAYS * 86_400_000).toISOString()
       yield* sql`DELETE FROM ai_activity WHERE created_at < ${cutoff}::timestamptz`

@@ -19,7 +19,7 @@ export interface ClaimedEnrichment {
 }
 
 /**
- * The durable enrichment queue (issue 11): one row per task, written in the same
+ * The durable enrichment queue: one row per task, written in the same
  * transaction as the task, claimed under a lease with FOR UPDATE SKIP LOCKED so two
  * instances never enrich one task at once. The task row carries `enrichment_status`.
  */

@@ -6,7 +6,7 @@ import { inboxOf, inSharedProject } from "../projects/ProjectsTable.js"
 import { lockTask } from "../tasks/TasksTable.js"
 
 /**
- * Statements on `tasks` that go with the enrichment queue (issue 12 item 2): a task row's
+ * Statements on `tasks` that go with the enrichment queue: a task row's
  * `enrichment_status` is the request a create makes, moved into `ai_enrichment_queue` when
  * the worker looks; a reprocess queues one and marks the task; an ended request marks the
  * task done or failed. The queue's own rows are `EnrichmentQueue`'s.

@@ -28,7 +28,7 @@ export const CalendarText = HttpApiSchema.Text({ contentType: "text/calendar" })
 
 export const CalendarKeyDeleted = Schema.Struct({ deleted: Schema.Literal(true) })
 
-/** Making and revoking the calendar feed's key (issue 14). */
+/** Making and revoking the calendar feed's key. */
 export class CalendarKeyApi extends HttpApiGroup.make("calendarKey")
   .add(
     HttpApiEndpoint.post("createCalendarKey", "/api/calendar/key")

@@ -15,7 +15,7 @@ import { transitionsIn, vtimezone } from "./VTimezone.js"
 import { instantOfWall, offsetAt } from "../recurrence/ZoneOffsets.js"
 
 /**
- * The calendar feed (issue 14): a user's open dated tasks as an iCalendar VTODO list.
+ * The calendar feed: a user's open dated tasks as an iCalendar VTODO list.
  * Everything here is pure; the service reads the rows and hands them over.
  */
 

@@ -12,7 +12,7 @@ import type { CredentialRef, CurrentUserShape } from "../kernel/CurrentUser.js"
 import { logFailure } from "../sql/DatabaseFailures.js"
 import type { UserId } from "../kernel/Ids.js"
 
-/** Comment lines that keep proxies from closing an idle stream (issue 14: every 15 s). */
+/** Comment lines that keep proxies from closing an idle stream (every 15 s). */
 export const HEARTBEAT_MS = 15_000
 /** Without any wake-up the hub still looks this often: a lost NOTIFY costs at most this much. */
 export const HUB_POLL_MS = 1_000

@@ -101,7 +101,7 @@ const oneTaskInsert = (sql: SqlClient.SqlClient, at: Date, entry: Entry, inserte
 const entriesInsert = (sql: SqlClient.SqlClient, at: Date, entries: ReadonlyArray<Entry>, pending?: PendingTask) =>
   // Each object is looked up by key (LATERAL … OFFSET 0 keeps it a per-entry index probe):
   // plain joins let a prepared statement's generic plan, made while the tables were small,
-  // hash-join a sequential scan of every task for good (issue 17).
+  // hash-join a sequential scan of every task for good.
   sql`
     INSERT INTO changes (at, kind, object_id, op, user_id, shared)
     SELECT ${at.toISOString()}::timestamptz, e.kind, e.id, e.op, COALESCE(t.user_id, p.owner_id, s.user_id, e.owner),

@@ -6,7 +6,7 @@ import { logFailure } from "../sql/DatabaseFailures.js"
 
 /**
  * How long the notifier waits after a NOTIFY before sending the next: commits within it
- * share one. Other instances' streams lag by at most this much (issue 14's p99 is 100 ms).
+ * share one. Other instances' streams lag by at most this much (a stream's p99 stays near 100 ms).
  */
 export const NOTIFY_SPACING_MS = 10
 

@@ -19,7 +19,7 @@ const setAll = (fiberId: FiberId.Runtime, locals: ReadonlyArray<Local>): Effect.
  * gets its own value back after, whatever the exit; other FiberRefs `effect` changes keep
  * their changes. `locals` reads the fiber as it is when the run starts (a context to add
  * to, say). `Effect.locally` is an acquire-use-release of about a dozen runtime steps per
- * FiberRef; a keyed write sets five of them, on the write path (issue 14's cost of a key).
+ * FiberRef; a keyed write sets five of them, on the write path.
  * Already uninterruptible (a transaction's body, a keyed write), it needs no mask of its own.
  */
 export const locallyAll = <A, E, R>(

@@ -5,8 +5,8 @@ import type { LastCompletion } from "./Lifecycle.js"
 import { completionJson } from "../pipeline/WireSql.js"
 
 /**
- * Every statement on `completions` outside the mutation pipeline's own writes (issue 12
- * item 2): the rollover sweep's batch of closed periods, the history page, a task's latest
+ * Every statement on `completions` outside the mutation pipeline's own writes:
+ * the rollover sweep's batch of closed periods, the history page, a task's latest
  * completions and the export's pages. The pipeline inserts single completions through
  * `CompletionsTable` (`Tables.ts`), the table's spec.
  */

@@ -6,8 +6,8 @@ import type { Project, ProjectAccess } from "./Project.js"
 import { projectJson } from "../pipeline/WireSql.js"
 
 /**
- * Every statement on `projects` outside the mutation pipeline's own writes (issue 12 item
- * 2): the reads a user's projects are listed, checked and locked by, a new user's Inbox,
+ * Every statement on `projects` outside the mutation pipeline's own writes:
+ * the reads a user's projects are listed, checked and locked by, a new user's Inbox,
  * the export's pages, and the probes other tables' statements make (whether a task's
  * project is shared, a user's Inbox, the projects a change names). The pipeline inserts,
  * updates and removes projects through `ProjectsTable` (`Tables.ts`), the table's spec.
@@ -109,8 +109,8 @@ export const sharedProjectIds = (sql: SqlClient.SqlClient): Fragment => sql`(SEL
 
 /**
  * Probes by key for a LATERAL join, one index probe per row (OFFSET 0); a plain join let a
- * generic plan made on a small database hash-join a scan of the table on each read
- * (issue 17). `id` (and `kind`) are the caller's columns; `columns`, what is read of the
+ * generic plan made on a small database hash-join a scan of the table on each read.
+ * `id` (and `kind`) are the caller's columns; `columns`, what is read of the
  * project `x`.
  */
 export const projectSharedBy = (sql: SqlClient.SqlClient, id: string): Fragment =>

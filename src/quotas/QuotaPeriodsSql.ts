@@ -1,8 +1,8 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 
 /**
- * Every statement on `quota_periods` outside the mutation pipeline's own writes (issue 12
- * item 2): the rollover sweep's batch of closed periods. The pipeline records a period a
+ * Every statement on `quota_periods` outside the mutation pipeline's own writes:
+ * the rollover sweep's batch of closed periods. The pipeline records a period a
  * single task closes through `QuotaPeriodsTable` (`Tables.ts`), the table's spec.
  */
 

@@ -7,7 +7,7 @@ import { type CalendarColumns, calendarColumns } from "../accounts/UsersTable.js
 import { hasRunningPeriod, isNotQuota, isOpen } from "../pipeline/WireSql.js"
 
 /**
- * Statements on `tasks` that find what rolls over with time (issue 12 item 2): quotas whose
+ * Statements on `tasks` that find what rolls over with time: quotas whose
  * periods run or have ended (the rollover sweep's batch and its write, a user's running
  * quotas to realign, the ended ones an undo settles first, the metrics' rollover lag) and
  * the recurring reminders whose time has passed. They read every user's tasks or a set of

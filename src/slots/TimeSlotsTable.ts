@@ -5,8 +5,8 @@ import type { UserId } from "../kernel/Ids.js"
 import type { TimeSlotRow } from "../pipeline/Rows.js"
 
 /**
- * Every statement on `time_slots` outside the mutation pipeline's own writes (issue 12
- * item 2): a user's slots, one slot, a new user's defaults, and the probes the change feed
+ * Every statement on `time_slots` outside the mutation pipeline's own writes:
+ * a user's slots, one slot, a new user's defaults, and the probes the change feed
  * makes. The pipeline inserts, updates and removes slots through `TimeSlotsTable`
  * (`Tables.ts`), the table's spec.
  */
@@ -56,7 +56,7 @@ export const insertSlot = (
  * The slot a change names, for a LATERAL join: `kind` and `id` are the change's columns,
  * `columns` what the caller reads of the slot `x`. OFFSET 0 keeps it one index probe per
  * change; a plain join let a generic plan made on a small database hash-join a scan of the
- * table on each read (issue 17).
+ * table on each read.
  */
 export const slotNamedBy = (sql: SqlClient.SqlClient, columns: "x.*" | "x.user_id", kind: string, id: string): Fragment =>
   sql`(SELECT ${sql.literal(columns)} FROM time_slots x WHERE ${sql.literal(kind)} = 'time_slot' AND x.id = ${

@@ -85,7 +85,7 @@ export const renderMetrics = (options: { readonly timeout: Duration.Duration; re
     }
     const maintenance = yield* Effect.serviceOption(DatabaseMaintenance)
     if (backlog !== undefined && Option.isSome(maintenance)) {
-      // Tables holding rows that were never analyzed: their plans rest on guesses (issue 17).
+      // Tables holding rows that were never analyzed: their plans rest on guesses.
       const tables = yield* maintenance.value.neverAnalyzed.pipe(
         giveUpAfter(options.timeout),
         Effect.orElseSucceed((): ReadonlyArray<string> => [])

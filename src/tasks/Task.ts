@@ -77,7 +77,7 @@ export const Task = Schema.Struct({
   is_tracked: Schema.Boolean,
   snooze_count: Schema.Int,
   is_snoozed: Schema.Boolean,
-  /** AI enrichment of the title: null when never requested (issue 11). */
+  /** AI enrichment of the title: null when never requested. */
   enrichment_status: Schema.NullOr(Schema.Literal("pending", "done", "failed"))
 }).annotations({ identifier: "Task" })
 export type Task = typeof Task.Type

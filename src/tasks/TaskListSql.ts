@@ -11,7 +11,7 @@ import { overdueOf } from "./TasksTable.js"
 import { isNotQuota, isOpen, isQuota, wireArray } from "../pipeline/WireSql.js"
 
 /**
- * Statements on `tasks` that list a user's tasks (issue 12 item 2): the task list, the
+ * Statements on `tasks` that list a user's tasks: the task list, the
  * counts and the trash, the calendar feed, the export's pages, the process (triage) and
  * review screens, the reminders screen and the quota list, and the tasks the AI features
  * put in their prompts. Single tasks and the tasks an action locks are `TasksTable`'s.

@@ -75,7 +75,7 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
      */
     const create = (user: CurrentUserShape, input: TaskCreate) => {
       // Requested on the task row itself, in the same statement (durable); queued and enriched
-      // in the background (issue 11).
+      // in the background.
       const enrich = enrichment.enabled && shouldEnrich(input)
       let wakeWorker = false
       return mutations.run({ user, action: "create" }, (tx) =>

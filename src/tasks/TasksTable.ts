@@ -10,8 +10,8 @@ import { type CalendarColumns, calendarColumns } from "../accounts/UsersTable.js
 import { isNotQuota, isOpen, isOverdue, isQuota } from "../pipeline/WireSql.js"
 
 /**
- * Statements on `tasks` that read, lock or check the tasks a caller names or acts on (issue
- * 12 item 2): one task for a read or a write (with its owner's calendar when the write needs
+ * Statements on `tasks` that read, lock or check the tasks a caller names or acts on:
+ * one task for a read or a write (with its owner's calendar when the write needs
  * it), the visible tasks among ids a bulk action names, the overdue ones it snoozes, the
  * reminders and quotas a time-slot change moves, the tasks moved to their owners' Inboxes,
  * and the probes the change feed and change log make. The conditions shared by the task
@@ -152,7 +152,7 @@ export const lockTask = (sql: SqlClient.SqlClient, id: number) => sql`SELECT id 
 /**
  * The task a change names, for a LATERAL join: `kind` and `id` are the caller's columns.
  * Looked up by key, one probe per row (OFFSET 0): a plain join let a generic plan made on a
- * small database hash-join a scan of every task on each read (issue 17).
+ * small database hash-join a scan of every task on each read.
  */
 export const taskNamedBy = (sql: SqlClient.SqlClient, kind: string, id: string): Fragment =>
   sql`(SELECT x AS task, x.id, x.user_id, x.project_id FROM tasks x

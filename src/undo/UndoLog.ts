@@ -6,7 +6,7 @@ import type { Direction } from "./Undo.js"
 import type { UserId } from "../kernel/Ids.js"
 
 /**
- * Every statement on `undo_entries` (issue 12 item 2): the entry the mutation pipeline's
+ * Every statement on `undo_entries`: the entry the mutation pipeline's
  * commit statement writes, the reads and marks of undo and redo, and the purges. The
  * newest entry not undone is the next undo; the oldest undone one, the next redo.
  */

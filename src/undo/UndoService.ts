@@ -30,7 +30,7 @@ import type { UserId } from "../kernel/Ids.js"
 const LOST_ACCESS = "it touches a task, project or slot you can no longer see"
 const PROJECT_HIDDEN = "it would put a task in a project its owner cannot see"
 
-/** Undo entries older than this are purged (CONTRACT §8, issue 5). */
+/** Undo entries older than this are purged (CONTRACT §8). */
 export const UNDO_RETENTION_DAYS = 30
 
 /**

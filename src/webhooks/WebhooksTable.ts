@@ -5,7 +5,7 @@ import type { UserId, WebhookId } from "../kernel/Ids.js"
 import type { Webhook } from "./Webhook.js"
 
 /**
- * Every statement on `webhooks` (issue 12 item 2): the registrations' reads and writes, where
+ * Every statement on `webhooks`: the registrations' reads and writes, where
  * a delivery goes, and whether a user has an active webhook at all (the commit statement's
  * condition for writing deliveries). `steady_deliver` (migration 0024) matches deliveries
  * to webhooks in the database.
