@@ -10,7 +10,7 @@ import {
 } from "./ICalendar.js"
 import { occurrencesBetween } from "../recurrence/Occurrences.js"
 import type { ExpansionBudget } from "../recurrence/RuleExpansion.js"
-import { civilFromDays, DAY_MS } from "../recurrence/RuleCalendar.js"
+import { civilFromDays, DAY_MS, daysFromCivil, monthLength } from "../recurrence/RuleCalendar.js"
 import { transitionsIn, vtimezone } from "./VTimezone.js"
 import { instantOfWall, offsetAt } from "../recurrence/ZoneOffsets.js"
 
@@ -247,8 +247,14 @@ export function* feedParts(input: FeedInput, rules?: RuleCache): Generator<strin
   yield "REFRESH-INTERVAL;VALUE=DURATION:PT15M\r\nX-PUBLISHED-TTL:PT15M\r\n"
   if (range !== undefined) {
     const until = yearOf(now) + ZONE_YEARS_AROUND_NOW
-    // Warm the zone's transitions a year at a time; vtimezone then reads them cached.
+    // Warm the zone's offsets a month at a time (a cold day costs an Intl call or two), then
+    // its transitions a year at a time; vtimezone reads them all cached.
     for (let year = range.from; year <= until; year++) {
+      for (let month = 1; month <= 12; month++) {
+        const first = daysFromCivil(year, month, 1)
+        for (let day = first; day <= first + monthLength(year, month); day++) offsetAt(input.zone, day * DAY_MS)
+        yield BREATHE
+      }
       transitionsIn(input.zone, year)
       yield BREATHE
     }

@@ -2,13 +2,41 @@ import { describe, expect, it } from "@effect/vitest"
 import { Either, FastCheck as fc } from "effect"
 import { renderFeed } from "../../src/changes/CalendarFeed.js"
 import { nextOccurrence, occurrencesBetween, type RecurrenceInput } from "../../src/recurrence/Occurrences.js"
+import { parseRule } from "../../src/recurrence/Recurrence.js"
+import { search } from "../../src/recurrence/RuleExpansion.js"
+import { wallOf } from "../../src/recurrence/ZoneOffsets.js"
 
 /**
  * The calendar feed turns a stored COUNT into the count left from the current occurrence
- * with one forward pass (occurrencesBetween). Stepping through the series one
- * `nextOccurrence` at a time is the slow, obvious reading of the same thing: the two agree.
+ * with one forward pass (occurrencesBetween). COUNT counts the rule's candidates (RFC 5545,
+ * and the expander's own COUNT check): two wall times a DST gap moves onto one instant are
+ * two. The slow, obvious reading of the same thing steps through the series one wall time
+ * at a time with `search` and counts the instants strictly between the two bounds.
  */
+const DAY = 86_400_000
+const seriesWall = (start: Date, input: RecurrenceInput) => {
+  const wall = wallOf(input.zone, start.getTime())
+  if (input.anchorTime === null) return wall - (((wall % 1000) + 1000) % 1000)
+  const [h, m] = input.anchorTime.split(":").map(Number) as [number, number]
+  return Math.floor(wall / DAY) * DAY + (h * 60 + m) * 60_000
+}
+
 const stepped = (input: RecurrenceInput, start: Date, before: Date, limit: number): number | undefined => {
+  const rule = Either.getOrThrow(parseRule(input.rule))
+  const dtWall = seriesWall(start, input)
+  let n = 0
+  let wall = dtWall
+  for (;;) {
+    const hit = search(rule, dtWall, input.zone, { kind: "wall", wall })
+    if (Either.isLeft(hit)) return undefined
+    if (hit.right === undefined || hit.right.instant >= before.getTime()) return n
+    if (hit.right.instant > start.getTime() && ++n >= limit) return limit
+    wall = hit.right.wall + 1
+  }
+}
+
+/** Where no DST gap can fold two wall times together, it is also one nextOccurrence after another. */
+const steppedByInstant = (input: RecurrenceInput, start: Date, before: Date, limit: number): number | undefined => {
   let n = 0
   let at = start
   for (;;) {
@@ -61,9 +89,21 @@ describe("occurrencesBetween", () => {
       const expected = stepped(input, start, before, limit)
       const got = occurrencesBetween(input, start, before, limit, { left: 1_000_000 })
       expect(got).toBe(expected)
+      if (zone === "UTC") expect(got).toBe(steppedByInstant(input, start, before, limit))
     },
     { fastCheck: { numRuns: 300 } }
   )
+
+  it("counts both wall times a DST gap moves onto one instant, as COUNT does (Lord Howe's half-hour gap)", () => {
+    // 2025-10-05 02:00 local does not exist on Lord Howe (02:00 → 02:30): it moves to 02:30,
+    // where the 02:30 candidate also is. Both count toward COUNT.
+    const input = { rule: "FREQ=DAILY;BYHOUR=1,2;BYMINUTE=0,30;BYMONTH=3,10,11", zone: "Australia/Lord_Howe", anchorTime: null }
+    const start = new Date("2025-06-09T01:30:00.001Z")
+    const before = new Date("2025-10-05T12:00:00Z")
+    expect(occurrencesBetween(input, start, before, 100, { left: 1_000_000 })).toBe(stepped(input, start, before, 100))
+    // Oct 1–4 hold 4 each, Oct 5 its 01:00, 01:30 and the two that land on 02:30.
+    expect(occurrencesBetween(input, start, before, 100, { left: 1_000_000 })).toBe(20)
+  })
 
   it("counts a series snoozed 18 years ahead in one pass, within the budget", () => {
     const hours = Array.from({ length: 24 }, (_, h) => h).join(",")
