@@ -1,9 +1,8 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Clock, Deferred, Effect, Option, Schedule } from "effect"
-import Pg from "pg"
 import { afterCommit } from "../pipeline/AfterCommit.js"
 import type { CurrentUserShape } from "../kernel/CurrentUser.js"
-import { poolOf } from "../sql/PoolStats.js"
+import { type ListenConnection, listenSession, type Notification } from "../sql/ListenSession.js"
 
 /** What a verified API token stands for. */
 export interface VerifiedToken {
@@ -55,13 +54,12 @@ interface Entry {
 export class CredentialCache extends Effect.Service<CredentialCache>()("steady/CredentialCache", {
   scoped: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const pool = poolOf(sql)
     const entries = new Map<string, Entry>()
     let generation = 0
     /** Bumped at every sign that a credential may have been revoked (see `revocationMark`). */
     let notices = 0
-    let trusted = pool === undefined
-    let listener: Pg.Client | undefined
+    let trusted = false
+    let listener: ListenConnection | undefined
     const barriers = new Map<string, Barrier>()
 
     const forget = () => {
@@ -78,13 +76,13 @@ export class CredentialCache extends Effect.Service<CredentialCache>()("steady/C
 
     // PostgreSQL delivers notifications in commit order, so a listener hears a barrier only
     // after every revocation committed before it, and has already cleared when it answers.
-    const onNotification = (client: Pg.Client) => (message: Pg.Notification) => {
+    const onNotification = (message: Notification, connection: ListenConnection) => {
       if (message.channel === CREDENTIALS_CHANNEL) return forget()
       if (message.channel === BARRIER_CHANNEL) {
         // A session signed out elsewhere has no trigger of its own; its instance's barrier
         // says a credential went, before that request answers.
         notices++
-        client.query("SELECT pg_notify($1, $2)", [ACK_CHANNEL, message.payload ?? ""]).catch(() => undefined)
+        connection.query("SELECT pg_notify($1, $2)", [ACK_CHANNEL, message.payload ?? ""]).catch(() => undefined)
         return
       }
       const barrier = barriers.get(message.payload ?? "")
@@ -93,53 +91,25 @@ export class CredentialCache extends Effect.Service<CredentialCache>()("steady/C
       settle(message.payload!, barrier)
     }
 
-    if (pool !== undefined) {
-      const listening = Effect.acquireRelease(
-        Effect.tryPromise(async () => {
-          const client = new Pg.Client({
-            ...pool.options,
-            keepAlive: true,
-            statement_timeout: undefined,
-            application_name: LISTENER_NAME
-          })
-          // Until LISTEN is in place the cache is not trusted; set up before connecting, so an
-          // error before then is not unhandled.
-          client.on("error", () => undefined)
-          await client.connect()
-          return client
-        }),
-        (client) => Effect.promise(() => client.end().catch(() => undefined)).pipe(Effect.timeoutOption("1 second"))
-      ).pipe(
-        Effect.flatMap((client) =>
-          Effect.async<void, Error>((resume) => {
-            const lost = (error?: Error) => {
-              trusted = false
-              listener = undefined
-              forget()
-              resume(Effect.fail(error ?? new Error("the LISTEN connection ended")))
-            }
-            client.on("notification", onNotification(client))
-            client.on("error", lost)
-            client.on("end", () => lost())
-            client.query(`LISTEN ${CREDENTIALS_CHANNEL}; LISTEN ${BARRIER_CHANNEL}; LISTEN ${ACK_CHANNEL}`).then(
-              () => {
-                forget()
-                listener = client
-                trusted = true
-              },
-              lost
-            )
-            return Effect.sync(() => {
-              trusted = false
-              listener = undefined
-              forget()
-            })
-          })
-        ),
-        Effect.scoped
-      )
-      yield* Effect.forkScoped(Effect.retry(listening, Schedule.spaced("1 second")))
-    }
+    // Until LISTEN is in place the cache is not trusted (PostgreSQL); the embedded database
+    // has nothing to listen to (see above) and trusts it from the start.
+    const listening = listenSession(sql, {
+      channels: [CREDENTIALS_CHANNEL, BARRIER_CHANNEL, ACK_CHANNEL],
+      applicationName: LISTENER_NAME,
+      onNotification,
+      onListening: (connection) => {
+        forget()
+        listener = connection
+        trusted = true
+      },
+      onStopped: () => {
+        trusted = false
+        listener = undefined
+        forget()
+      }
+    })
+    if (listening === undefined) trusted = true
+    else yield* Effect.forkScoped(Effect.retry(listening, Schedule.spaced("1 second")))
 
     /** The token's answer from the cache, else from `load` (remembered if positive). */
     const lookup = <E, R>(
@@ -164,12 +134,12 @@ export class CredentialCache extends Effect.Service<CredentialCache>()("steady/C
      * session counted at that moment has answered it. Revocations are rare, so two round trips
      * on them buy a cache no request ever has to doubt.
      */
-    const confirmed = (client: Pg.Client): Effect.Effect<void> => {
+    const confirmed = (connection: ListenConnection): Effect.Effect<void> => {
       const id = `${process.pid}:${Math.random().toString(36).slice(2)}`
       const barrier: Barrier = { done: Deferred.unsafeMake<void>(undefined as never), needed: Infinity, heard: 0 }
       barriers.set(id, barrier)
       return Effect.tryPromise(() =>
-        client.query<{ listeners: number }>(
+        connection.query<{ listeners: number }>(
           `SELECT pg_notify($1, $2), (SELECT count(*)::int FROM pg_stat_activity
              WHERE application_name = $3 AND datname = current_database()) AS listeners`,
           [BARRIER_CHANNEL, id, LISTENER_NAME]
@@ -177,7 +147,7 @@ export class CredentialCache extends Effect.Service<CredentialCache>()("steady/C
       ).pipe(
         Effect.flatMap((result) =>
           Effect.suspend(() => {
-            barrier.needed = result.rows[0]?.listeners ?? 0
+            barrier.needed = result[0]?.listeners ?? 0
             settle(id, barrier)
             return Deferred.await(barrier.done)
           })
@@ -197,8 +167,8 @@ export class CredentialCache extends Effect.Service<CredentialCache>()("steady/C
       Effect.tap(write, () =>
         afterCommit(Effect.suspend(() => {
           forget()
-          const client = listener
-          return trusted && client !== undefined ? confirmed(client) : Effect.void
+          const connection = listener
+          return trusted && connection !== undefined ? confirmed(connection) : Effect.void
         })))
 
     /**

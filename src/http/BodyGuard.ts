@@ -28,6 +28,17 @@ export const nestsDeeperThan = (text: string, limit: number): boolean => {
 }
 
 /**
+ * The message a body over the size limit fails with: the wording of the platform's Node
+ * reader (`@effect/platform-node-shared`'s stream reader, not a documented contract), which
+ * `readCapped` uses too, so one check finds both.
+ */
+const MAX_BYTES_EXCEEDED = "maxBytes exceeded"
+
+/** Whether reading a request's body failed for being over the size limit (a 413). */
+export const isBodyTooLarge = (error: HttpServerError.RequestError): boolean =>
+  String((error.cause as Error | undefined)?.message ?? "").includes(MAX_BYTES_EXCEEDED)
+
+/**
  * Reads at most `maxBytes`. Past that the rest is still read and dropped, never cut off: the
  * platform's own limit destroys the socket, so a chunked upload would see a reset instead of
  * the 413; drained, the client gets the answer (the request timeout bounds the drain).
@@ -48,7 +59,7 @@ const readCapped = (source: IncomingMessage, maxBytes: number) =>
       if (bytes > maxBytes) {
         chunks.length = 0
         // The platform's wording, so the 413 mapping applies to both readers.
-        settle(Effect.fail(new Error("maxBytes exceeded")))
+        settle(Effect.fail(new Error(MAX_BYTES_EXCEEDED)))
       } else chunks.push(chunk)
     })
     source.once("end", () => settle(Effect.succeed(Buffer.concat(chunks).toString("utf8"))))
@@ -80,6 +91,10 @@ const readOnce = <A, E>(read: Effect.Effect<A, E>): Effect.Effect<A, E> => {
  * request is read by `readCapped`. Still lazy and cached like the platform's own reader, so
  * nothing is read before authentication and the router decodes as usual. A request of
  * another platform (an embedding host's) keeps the platform's reader under the depth check.
+ *
+ * `textEffect` is private: the field both request classes (`@effect/platform-node`'s for Node
+ * requests, `@effect/platform`'s for web ones) cache their `text` in, and which `json` and
+ * `urlParamsBody` read through. Pinned and canaried: see src/sql/README.md.
  */
 export const guardBody = (request: HttpServerRequest.HttpServerRequest, maxBytes: number, maxDepth: number) =>
   Effect.sync(() => {

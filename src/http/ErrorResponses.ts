@@ -11,7 +11,7 @@ import { Cause, Effect, Option, ParseResult } from "effect"
 import { type AppError, envelopeOf, isAppError, statusOf } from "../kernel/Errors.js"
 import { databaseUnavailable, isTransactionConflict } from "../sql/DatabaseFailures.js"
 import { allowedMethods, refusedOnLiteralPath } from "./Allowed.js"
-import { guardBody, MAX_JSON_DEPTH } from "./BodyGuard.js"
+import { guardBody, isBodyTooLarge, MAX_JSON_DEPTH } from "./BodyGuard.js"
 import { makeIdempotentWrites } from "../pipeline/IdempotencyKeys.js"
 import { withRequestId } from "./RequestId.js"
 
@@ -73,9 +73,6 @@ const notAllowed = (request: HttpServerRequest.HttpServerRequest, allowed: Reado
     HttpServerResponse.setHeader("allow", allowed.join(", "))
   )
 
-const isMaxBytes = (error: HttpServerError.RequestError) =>
-  String((error.cause as Error | undefined)?.message ?? "").includes("maxBytes exceeded")
-
 /** Turns whatever a request failed with into the `{error, code, details}` envelope. */
 export const errorResponse = (cause: Cause.Cause<unknown>) =>
   Effect.gen(function*() {
@@ -94,7 +91,7 @@ export const errorResponse = (cause: Cause.Cause<unknown>) =>
     if (HttpServerError.isServerError(error)) {
       if (error._tag === "RouteNotFound") return notFoundOrNotAllowed(error.request)
       if (error._tag === "RequestError") {
-        if (isMaxBytes(error)) return tooLarge()
+        if (isBodyTooLarge(error)) return tooLarge()
         return envelope(400, "VALIDATION_ERROR", "The request body is not valid JSON", { body: "malformed JSON" })
       }
     }

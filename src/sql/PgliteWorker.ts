@@ -21,7 +21,7 @@ export interface WorkerResult {
   readonly affectedRows: number | undefined
 }
 
-type Request =
+export type Request =
   | {
     readonly op: "query"
     readonly text: string
@@ -42,172 +42,43 @@ type Request =
   | { readonly op: "exec"; readonly text: string }
   | { readonly op: "close" }
 
-type Reply =
+export type Reply =
   | { readonly type: "ready" }
   | { readonly type: "failed"; readonly error: Record<string, unknown> }
   | { readonly id: number; readonly ok: true; readonly result: WorkerResult }
   | { readonly id: number; readonly ok: false; readonly error: Record<string, unknown> }
 
-interface WorkerData {
-  readonly pgliteUrl: string
+export interface WorkerData {
   readonly dataDir: string | undefined
 }
 
 /**
- * The worker's program, as JavaScript source: a Worker cannot load our TypeScript module
- * under every loader we run with (tsx, vitest, the built `dist`), and a stringified function
- * would carry the loaders' helpers with it. `workerData` is a `WorkerData`; each request is a
- * `Request` plus its `id`, each answer a `Reply`.
+ * tsx's documented ESM API (`tsx/esm/api`, whose `register()` installs its loader in the
+ * calling thread), as an `import` resolves it: from tsx's export map, since a CommonJS
+ * `require.resolve` would find its CommonJS build, and vitest offers no `import.meta.resolve`.
  */
-const workerProgram = `
-const { parentPort, workerData } = require("node:worker_threads");
+const tsxEsmApi = (): string => {
+  const require = createRequire(import.meta.url)
+  const manifest = require("tsx/package.json") as { readonly exports: Record<string, { readonly import: { readonly default: string } }> }
+  return new URL(manifest.exports["./esm/api"]!.import.default, pathToFileURL(require.resolve("tsx/package.json"))).href
+}
 
-// PGlite's errors carry PostgreSQL's fields (code, detail, constraint…) as own properties,
-// which structured cloning would drop: send them as a plain object.
-const plain = (error) => {
-  if (typeof error !== "object" || error === null) return { message: String(error) };
-  const out = {};
-  for (const [key, value] of Object.entries(error)) {
-    if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") out[key] = value;
-  }
-  out.name = error.name;
-  out.message = error.message;
-  return out;
-};
-
-const answer = (result) => ({ rows: result?.rows ?? [], fields: result?.fields ?? [], affectedRows: result?.affectedRows });
-
-// Held statements, the statement and COMMIT are all handed to PGlite at once, so its queue
-// keeps them together; the answer is the first failure in that order, else the statement's
-// rows. After a failure COMMIT finds the transaction aborted and rolls it back, which is what
-// the caller's ROLLBACK would have done.
-const pipelined = (db, message) => {
-  // One simple-query call for all of them: each call into PGlite costs its own protocol work.
-  const steps = message.before !== undefined && message.before.length > 0 ? [db.exec(message.before.join("; "))] : [];
-  const main = db.query(message.text, message.params, message.rowMode ? { rowMode: message.rowMode } : undefined);
-  const all = [...steps, main, ...(message.commit ? [db.exec("COMMIT")] : [])];
-  return Promise.allSettled(all).then((settled) => {
-    const failed = settled.find((s) => s.status === "rejected");
-    if (failed) throw failed.reason;
-    return answer(settled[steps.length].value);
-  });
-};
-
-// Named statements go by the wire protocol itself (PGlite's query() always parses and plans
-// an unnamed one): the first run parses and describes the statement, later runs send only
-// Bind, Execute and Sync. Planning was most of the cost of a write's commit statement here
-// (measured on a create: 3.8 ms a statement unnamed, 1.1 ms prepared).
-let wire;
-const described = new Map();
-const join = (parts) => {
-  const out = new Uint8Array(parts.reduce((n, part) => n + part.length, 0));
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
-};
-
-// Every message of one request goes to PGlite in one call; PostgreSQL runs them all in order
-// even after an error (it skips to the next Sync), and the call then throws the first error.
-const send = (db, parts) => db.execProtocolStream(join(parts), { syncToFs: false });
-
-// The rows are parsed as PGlite's query() parses them, from the statement's own messages
-// only (BEGIN and COMMIT sent in the same call answer too).
-const named = (db, message) => db.runExclusive(async () => {
-  const S = wire.serialize;
-  const parts = [];
-  for (const name of message.close ?? []) {
-    parts.push(S.close({ type: "S", name }));
-    described.delete(name);
-  }
-  if (parts.length > 0) parts.push(S.sync());
-  if (message.before !== undefined && message.before.length > 0) parts.push(S.query(message.before.join("; ")));
-  let statement = described.get(message.name);
-  if (statement === undefined) {
-    parts.push(S.parse({ name: message.name, text: message.text, types: [] }), S.describe({ type: "S", name: message.name }), S.sync());
-    let messages;
-    try {
-      messages = await send(db, parts);
-    } catch (error) {
-      if (message.commit) await send(db, [S.query("COMMIT")]).catch(() => undefined);
-      throw error;
-    }
-    const types = messages.find((m) => m.name === "parameterDescription")?.dataTypeIDs ?? [];
-    const fields = (messages.find((m) => m.name === "rowDescription")?.fields ?? []).map((f) => ({ name: f.name, dataTypeID: f.dataTypeID }));
-    statement = { types, fields };
-    described.set(message.name, statement);
-    parts.length = 0;
-  }
-  const values = message.params.map((value, i) => {
-    if (value === null || value === undefined) return null;
-    const serialize = db.serializers[statement.types[i]];
-    return serialize ? serialize(value) : value.toString();
-  });
-  parts.push(S.bind({ statement: message.name, values }), S.execute({}), S.sync());
-  if (message.commit) parts.push(S.query("COMMIT"));
-  const messages = await send(db, parts);
-  const { fields } = statement;
-  const parse = (value, i) => {
-    if (value === null) return null;
-    const parser = db.parsers[fields[i].dataTypeID];
-    return parser ? parser(value, fields[i].dataTypeID) : value;
-  };
-  const rows = [];
-  let affectedRows = 0;
-  for (let i = messages.findIndex((m) => m.name === "bindComplete") + 1; i < messages.length; i++) {
-    const m = messages[i];
-    if (m.name === "readyForQuery") break;
-    if (m.name === "dataRow") {
-      rows.push(message.rowMode === "array" ? m.fields.map(parse) : Object.fromEntries(m.fields.map((value, j) => [fields[j].name, parse(value, j)])));
-    } else if (m.name === "commandComplete") {
-      const words = m.text.split(" ");
-      if (["INSERT", "UPDATE", "DELETE", "COPY", "MERGE"].includes(words[0])) affectedRows += parseInt(words[words.length - 1], 10);
-    }
-  }
-  return { rows, fields, affectedRows };
-});
-
-// Requests run one after another in the order they arrived. PGlite's own methods do not
-// queue in call order among themselves (query() and exec() wait a tick before taking their
-// lock, runExclusive() does not), so the order is kept here.
-let last = Promise.resolve();
-const inOrder = (run) => {
-  const result = last.then(run);
-  last = result.catch(() => undefined);
-  return result;
-};
-
-const serve = (db) => (message) => {
-  const { id } = message;
-  const pending = inOrder(() =>
-    message.op === "close"
-      ? db.close().then(() => answer(undefined))
-      // Multi-statement scripts answer with the last statement's rows.
-      : message.op === "exec"
-      ? db.exec(message.text).then((results) => answer(results.at(-1)))
-      : message.name !== undefined
-      ? named(db, message)
-      : pipelined(db, message)
-  );
-  pending.then(
-    (result) => parentPort.postMessage({ id, ok: true, result }),
-    (error) => parentPort.postMessage({ id, ok: false, error: plain(error) })
-  );
-};
-
-import(workerData.pgliteUrl)
-  .then(async ({ PGlite, protocol }) => {
-    wire = protocol;
-    const db = new PGlite(workerData.dataDir);
-    await db.waitReady;
-    await db.exec("SET TIME ZONE 'UTC'");
-    parentPort.on("message", serve(db));
-    parentPort.postMessage({ type: "ready" });
-  })
-  .catch((error) => parentPort.postMessage({ type: "failed", error: plain(error) }));
-`
+/**
+ * Starts the thread's program, `PgliteWorkerThread`, compiled like every other module: beside
+ * this file is its twin with this file's extension, `.js` in the built `dist/`, `.ts` where
+ * the sources run as they are (tsx, vitest). Node 20 runs no TypeScript in a worker and
+ * ignores loader flags in a worker's `execArgv` (`--import tsx` there still fails on ".ts"),
+ * so a `.ts` thread starts from one line that registers tsx's loader in the thread first.
+ */
+const startWorker = (data: WorkerData): Worker => {
+  const fromSources = import.meta.url.endsWith(".ts")
+  const thread = new URL(`./PgliteWorkerThread${fromSources ? ".ts" : ".js"}`, import.meta.url)
+  if (!fromSources) return new Worker(thread, { workerData: data })
+  const boot = `import(${JSON.stringify(tsxEsmApi())}).then((tsx) => { tsx.register(); return import(${
+    JSON.stringify(thread.href)
+  }) })`
+  return new Worker(boot, { eval: true, workerData: data })
+}
 
 /** An error from the worker, with PostgreSQL's fields (code, detail, constraint…) as own properties. */
 const revive = (fields: Record<string, unknown>): Error =>
@@ -223,8 +94,7 @@ export interface PgliteWorker {
 /** Starts the worker and waits until PGlite is open in `dataDir` (in memory when undefined). */
 export const startPgliteWorker = (dataDir: string | undefined): Promise<PgliteWorker> =>
   new Promise((resolve, reject) => {
-    const pgliteUrl = pathToFileURL(createRequire(import.meta.url).resolve("@electric-sql/pglite")).href
-    const worker = new Worker(workerProgram, { eval: true, workerData: { pgliteUrl, dataDir } satisfies WorkerData })
+    const worker = startWorker({ dataDir })
     const pending = new Map<number, (error: Error | undefined, result: WorkerResult | undefined) => void>()
     let nextId = 1
     let ready = false
