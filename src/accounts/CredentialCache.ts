@@ -10,7 +10,7 @@ export interface VerifiedToken {
   readonly tokenId: number
 }
 
-/** The channel migration 0016's triggers notify when a token or its user changes. */
+/** The channel the triggers notify when a token or its user changes (migrations/functions/steady_credentials_changed.sql). */
 export const CREDENTIALS_CHANNEL = "steady_credentials"
 
 /** Tokens remembered at most; past it the cache starts over (a user rarely has more than a few). */
@@ -41,7 +41,7 @@ interface Entry {
  *
  * - Embedded: this process makes every change (the data directory is locked to it), so it
  *   forgets at once after its own revoking commits (`revoked`).
- * - PostgreSQL: triggers (migration 0016) notify every instance at the commit of any change,
+ * - PostgreSQL: triggers (api_tokens_changed, users_changed) notify every instance at the commit of any change,
  *   whoever made it; a connection of our own LISTENs and clears the cache synchronously in the
  *   socket's handler. While that connection is down the cache is bypassed, since a revocation
  *   could pass unheard. A revoking request answers only once every listening instance has

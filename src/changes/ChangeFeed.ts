@@ -34,7 +34,7 @@ export interface FeedRow {
   readonly obj_shared: boolean
 }
 
-/** Where reading may stop, read before the rows (see migration 0010). */
+/** Where reading may stop, read before the rows (see migrations/functions/steady_feed_final_below.sql). */
 export interface Bound {
   /** Every transaction of this database below this id has ended: rows below it are final. */
   readonly xmin: bigint

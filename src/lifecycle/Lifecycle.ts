@@ -2,7 +2,7 @@ import { Either } from "effect"
 import { ValidationError } from "../kernel/Errors.js"
 import type { TaskRow, Writes } from "../pipeline/Rows.js"
 import { advance } from "../recurrence/Occurrences.js"
-import { isQuota, pastDeadline } from "../tasks/TaskRules.js"
+import { isQuota, isRecurring, pastDeadline } from "../tasks/TaskRules.js"
 
 /**
  * The state transitions of spec §3 as pure functions from a task row (as the undo log
@@ -34,8 +34,6 @@ export type TaskState = Pick<
 >
 
 const refuse = (message: string) => Either.left(ValidationError.of(message))
-
-export const isRecurring = (t: TaskState) => t.rrule !== null && !isQuota(t)
 
 /**
  * The next due date of a recurring task, undefined when its series has ended, or a 400 when

@@ -44,7 +44,7 @@ export type Outcome<A> =
   | { readonly _tag: "Mismatch" }
 
 /**
- * How the record refuses (migration 0029): SK409 when another transaction holds the key; a
+ * How the record refuses (steady_idempotency_busy): SK409 when another transaction holds the key; a
  * unique violation of the records' primary key when the key has a record already (live, or
  * expired and not purged yet).
  */

@@ -6,7 +6,9 @@ import type { Fragment } from "@effect/sql/Statement"
  * overdue?" — spec §4.2 wants one overdue definition for the list filter, the counts,
  * project counts and the snooze-overdue sweep), and the wire shapes built in SQL. A
  * condition is on the task under `alias` (`t` unless said; "" for a query that names no
- * alias). The planner matches partial indexes by their columns, not by the alias.
+ * alias). The planner matches partial indexes by their columns, not by the alias. Each
+ * condition has a TypeScript twin of the same name in tasks/TaskRules.ts (`isNotQuota` is
+ * `!isQuota`), held to it on random rows by test/sql-rules.test.ts.
  */
 const columnsOf = (sql: SqlClient.SqlClient, alias: string) => (column: string) =>
   sql.literal(alias === "" ? column : `${alias}.${column}`)

@@ -5,6 +5,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import { withoutQueryBound } from "./PgGuard.js"
+import { applySqlDefinitions, DEFINITIONS_FOLDER } from "./SqlDefinitions.js"
 
 /** Our own table, so a host application's migrations never collide with ours. */
 export const MIGRATIONS_TABLE = "steady_migrations"
@@ -42,7 +43,12 @@ export const sqlFileLoader: Migrator.Loader = Effect.try({
   catch: (cause) => new Migrator.MigrationError({ reason: "import-error", message: String(cause), cause })
 })
 
+/** The numbered migrations, then the functions and triggers defined in `migrations/functions/` (SqlDefinitions). */
 export const runMigrations = Migrator.make({})({ loader: sqlFileLoader, table: MIGRATIONS_TABLE }).pipe(
+  Effect.tap(() =>
+    Effect.flatMap(sqlFileLoader, (shipped) =>
+      applySqlDefinitions(() => Path.join(findMigrationsDir(), DEFINITIONS_FOLDER), Math.max(0, ...shipped.map(([id]) => id))))
+  ),
   withoutQueryBound,
   Effect.tap((applied) =>
     applied.length > 0

@@ -18,9 +18,41 @@ export const pastDeadline = (field: "due_at" | "target_at" | "until") => Validat
 export const isPastDeadline = (error: ValidationError) =>
   Object.entries(error.details).some(([field, message]) => message === pastDeadlineMessage(field))
 
+/*
+ * Rules that are also written in SQL, where queries filter by them (pipeline/WireSql.ts) or the
+ * wire shows them (migrations/functions/steady_task_wire_of.sql). These are their twins, on a
+ * row as `Rows.TaskRow` carries it (timestamps as `Date#toISOString` text); a property test
+ * evaluates both on random rows (test/sql-rules.test.ts, test/wire-fields.test.ts). A SQL
+ * condition that is NULL (no due date) does not hold: these say false.
+ */
+
 /** A task is a quota when its target is above 1 or it is tracked (spec §1). */
 export const isQuota = (t: { readonly progress_target: number; readonly is_tracked: boolean }) =>
   t.progress_target > 1 || t.is_tracked
+
+/** Neither done, in the trash nor archived. */
+export const isOpen = (t: Pick<TaskRow, "done" | "deleted_at" | "archived_at">) =>
+  !t.done && t.deleted_at === null && t.archived_at === null
+
+/** Open and due before `now`; reminders and quotas are never overdue (spec §4.2). */
+export const isOverdue = (
+  t: Pick<TaskRow, "done" | "deleted_at" | "archived_at" | "is_reminder" | "is_tracked" | "progress_target" | "due_at">,
+  now: Date
+) => isOpen(t) && !t.is_reminder && !isQuota(t) && t.due_at !== null && Date.parse(t.due_at) < now.getTime()
+
+/** A quota whose current period runs: it has one, and it is neither done nor in the trash. */
+export const hasRunningPeriod = (t: Pick<TaskRow, "progress_period_end" | "done" | "deleted_at">) =>
+  t.progress_period_end !== null && !t.done && t.deleted_at === null
+
+/** A rule that repeats the task itself; a quota's rule names its period instead (the wire's `is_recurring`). */
+export const isRecurring = (t: Pick<TaskRow, "rrule" | "is_tracked" | "progress_target">) => t.rrule !== null && !isQuota(t)
+
+/**
+ * The wire's `is_snoozed`: an open task that was snoozed and is not back on its original due
+ * date. A plain edit of the due date is a reschedule, not a snooze.
+ */
+export const isSnoozed = (t: Pick<TaskRow, "done" | "snooze_count" | "due_at" | "original_due_at">) =>
+  !t.done && t.snooze_count > 0 && t.due_at !== t.original_due_at
 
 const iso = (d: Date | null | undefined): string | null => (d === null || d === undefined ? null : d.toISOString())
 

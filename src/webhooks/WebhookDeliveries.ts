@@ -47,8 +47,9 @@ export const MAX_PENDING_PER_WEBHOOK = 1000
  * Deliveries in flight (leased) count but are left alone. The ranking reads only the index,
  * so a full backlog costs a walk over index entries, not rows.
  *
- * The writes are `steady_deliver` (migration 0024), called only when the user has an active
- * webhook: as CTEs they cost every write about a tenth of its database time, webhooks or not.
+ * The writes are `steady_deliver` (migrations/functions/steady_deliver.sql; its rule reads as
+ * `deliver` in DeliveryOverflow.ts), called only when the user has an active webhook: as CTEs
+ * they cost every write about a tenth of its database time, webhooks or not.
  */
 export const deliveryWrites = (sql: SqlClient.SqlClient, userId: UserId, at: string) =>
   sql`delivered AS (

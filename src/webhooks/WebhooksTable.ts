@@ -7,8 +7,8 @@ import type { Webhook } from "./Webhook.js"
 /**
  * Every statement on `webhooks`: the registrations' reads and writes, where
  * a delivery goes, and whether a user has an active webhook at all (the commit statement's
- * condition for writing deliveries). `steady_deliver` (migration 0024) matches deliveries
- * to webhooks in the database.
+ * condition for writing deliveries). `steady_deliver` (migrations/functions/steady_deliver.sql)
+ * matches deliveries to webhooks in the database.
  */
 
 /** A registration as the wire shows it (spec §4.8), for a webhook aliased `w`; the secret is never shown again. */

@@ -1,0 +1,8 @@
+-- From here on, every function and trigger is defined once, in migrations/functions/: one file
+-- each, holding its current definition (see the README there). The migration runner applies
+-- those files after the numbered migrations, whenever a migration ran or a file changed
+-- (src/sql/SqlDefinitions.ts); migrations 0001-0031 keep the history of how they came to be.
+--
+-- The files hold exactly what migrations 0001-0031 left, so this migration changes nothing by
+-- itself: it gives the switch a number, and with it the files are applied once to a database
+-- an earlier build migrated, and recorded as this build's (app_settings 'sql_definitions').
