@@ -1,6 +1,6 @@
 import { contentLine, floatingStamp, utcOffset } from "./ICalendar.js"
 import { civilFromDays, DAY_MS, daysFromCivil, monthLength, weekdayOf } from "../recurrence/RuleCalendar.js"
-import { offsetAt } from "../recurrence/ZoneOffsets.js"
+import { offsetAt, probeOffset } from "../recurrence/ZoneOffsets.js"
 
 /**
  * A VTIMEZONE (RFC 5545 §3.6.5) built from the zone's real offsets, as the runtime's time
@@ -106,7 +106,7 @@ const yearlyRuleOf = (t: Transition, zone: string): YearlyRule | undefined => {
   const holds = (rule: YearlyRule) => {
     for (let y = year + 1; y <= year + YEARS_CHECKED; y++) {
       const at = dayOfRule(y, rule) * DAY_MS + rule.timeOfDay - t.from
-      if (offsetAt(zone, at - 1000) !== t.from || offsetAt(zone, at) !== t.to) return false
+      if (probeOffset(zone, at - 1000) !== t.from || probeOffset(zone, at) !== t.to) return false
     }
     return true
   }

@@ -109,6 +109,14 @@ const dayOffsets = (zone: string, dayIndex: number): DayOffsets => {
   return entry
 }
 
+/**
+ * The offset at one instant straight from Intl, bypassing the day cache: for probes of
+ * scattered instants (a VTIMEZONE checking a yearly rule across decades), where filling the
+ * cache would cost a bisection of every day probed.
+ */
+export const probeOffset = (zone: string, instant: number): number =>
+  zone === "UTC" || zone === "Etc/UTC" ? 0 : intlOffset(zone, instant)
+
 /** Offset of `zone` from UTC at an instant, in ms (east positive). */
 export const offsetAt = (zone: string, instant: number): number => {
   if (zone === "UTC" || zone === "Etc/UTC") return 0
