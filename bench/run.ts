@@ -29,12 +29,22 @@
  *                user beside 1,000,000 tasks of others (100,000 embedded), as written and after
  *                ANALYZE: p50/p99 and CPU per request (bench/scale.ts; BENCH_SCALE_SIZES,
  *                BENCH_SCALE_OTHERS, BENCH_SCALE_REQUESTS).
+ *   memory       RSS of the service's process tree (Node alone on PostgreSQL, Node + PGlite
+ *                embedded) idle, at its peak during BENCH_MEMORY_SECONDS (60) of c=32 mixed load
+ *                (GET ?limit=50, GET by id, POST, PATCH priority) over BENCH_TASKS tasks, and
+ *                settled BENCH_MEMORY_SETTLE (30) s after; where it is (V8 heaps, WebAssembly
+ *                heap, the rest); then a soak of BENCH_SOAK_SECONDS (600) and its RSS slope in
+ *                MiB/min. Targets: PostgreSQL peak ≤ 200, settled ≤ 150 MiB; embedded peak
+ *                ≤ 350, settled ≤ 250 MiB; slope ≤ 0.5 MiB/min. BENCH_MEMORY_VARIANTS compares
+ *                node flags, environments or builds in interleaved rounds, with each endpoint's
+ *                req/s (bench/memory.ts). Alone: BENCH_SCENARIOS=memory npm run bench.
  *
  * Everything stays on 127.0.0.1; child servers, receivers, the created databases and the
  * temporary data directories are removed however the run ends.
  *
  * Environment (all optional):
- *   BENCH_SCENARIOS    "endpoints,webhooks,export,quota-sweep,ai,idempotency,rollover,sse,scale", or some of them (all)
+ *   BENCH_SCENARIOS    "endpoints,webhooks,export,quota-sweep,ai,idempotency,rollover,sse,scale,memory",
+ *                      or some of them (all)
  *   BENCH_DATABASES    "postgres,embedded", or one of them
  *   BENCH_DURATION     seconds per measured autocannon run   (10)
  *   BENCH_WARMUP       seconds of warm-up before each run      (2)
@@ -48,6 +58,8 @@
  *   BENCH_QUOTA_USERS  users the quotas are spread over               (100)
  *   BENCH_SKIP_BUILD   1 to use the existing dist/
  *   BENCH_KEEP_DATABASE 1 to keep the PostgreSQL database afterwards (to look at its plans)
+ *   BENCH_MEMORY_VARIANTS, BENCH_MEMORY_SECONDS, BENCH_MEMORY_SETTLE, BENCH_MEMORY_ENDPOINTS,
+ *   BENCH_SOAK_SECONDS, BENCH_SOAK_VARIANTS, BENCH_MEMPROBE   see bench/memory.ts
  *   BENCH_BEFORE_DIST  the dist/ of an earlier build: endpoints on the embedded database compares
  *                      it with this one in A/B rounds, every scenario, on copies of one data directory
  */
@@ -56,6 +68,7 @@ import { aiScenario } from "./ai.js"
 import { exportScenario } from "./export.js"
 import { idempotencyScenario } from "./idempotency.js"
 import { makeScenarios, probe, type Scenario } from "./load.js"
+import { memoryScenario, memorySeconds } from "./memory.js"
 import { cleanupAll, runCommand, type Server } from "./processes.js"
 import { quotaSweep } from "./quota-sweep.js"
 import { rolloverScenario } from "./rollover.js"
@@ -190,9 +203,11 @@ const groupSeconds = (group: ScenarioGroup, database: string) => {
     case "scale":
       // Seeding (a million rows on a server) and 3 sizes × 2 phases × 8 endpoints of at most 6 s.
       return (database === "postgres" ? 600 : 400) + 3 * 2 * (8 * 7 + 100)
+    case "memory":
+      return memorySeconds() + 180
   }
 }
-const GROUPS: ReadonlyArray<ScenarioGroup> = ["endpoints", "webhooks", "export", "quota-sweep", "ai", "idempotency", "rollover", "sse", "scale"]
+const GROUPS: ReadonlyArray<ScenarioGroup> = ["endpoints", "webhooks", "export", "quota-sweep", "ai", "idempotency", "rollover", "sse", "scale", "memory"]
 const groups = GROUPS.filter(selected)
 const budgetMs = (config.databases.reduce((s, d) => s + groups.reduce((t, g) => t + groupSeconds(g, d), 0), 0) + 300) * 1000
 
@@ -224,6 +239,9 @@ const runGroup = async (group: ScenarioGroup, database: Database) => {
         return
       case "scale":
         sections.push(await scaleScenario(database))
+        return
+      case "memory":
+        sections.push(await memoryScenario(database))
         return
     }
   } finally {

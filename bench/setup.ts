@@ -29,7 +29,7 @@ const numberEnv = (name: string, fallback: number, min: number, max: number) => 
 const listEnv = (name: string, fallback: string) =>
   (process.env[name] ?? fallback).split(",").map((s) => s.trim()).filter((s) => s !== "")
 
-export const ALL_SCENARIOS = ["endpoints", "webhooks", "export", "quota-sweep", "ai", "idempotency", "rollover", "sse", "scale"] as const
+export const ALL_SCENARIOS = ["endpoints", "webhooks", "export", "quota-sweep", "ai", "idempotency", "rollover", "sse", "scale", "memory"] as const
 export type ScenarioGroup = (typeof ALL_SCENARIOS)[number]
 
 export const config = {
