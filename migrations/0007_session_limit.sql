@@ -1,2 +1,2 @@
--- A user's browser sessions are trimmed when a new one is minted (issue 10): by user, newest first.
+-- A user's browser sessions are trimmed when a new one is minted: by user, newest first.
 CREATE INDEX auth_sessions_user ON auth_sessions (user_id, id DESC);

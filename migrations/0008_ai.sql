@@ -1,4 +1,4 @@
--- AI helpers (issue 11): the enrichment queue, the AI activity log, stored what's-next
+-- AI helpers: the enrichment queue, the AI activity log, stored what's-next
 -- answers and insights sessions, and `enrichment_status` on the task wire object.
 
 -- null (never queued), pending, done or failed. Kept on the task row, in the same

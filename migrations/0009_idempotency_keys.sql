@@ -1,4 +1,4 @@
--- Idempotency-Key records (issue 14): the first answer to a keyed write, per user, kept 24 hours.
+-- Idempotency-Key records: the first answer to a keyed write, per user, kept 24 hours.
 -- Written in the same transaction as the write itself, so a write never commits without it.
 -- Only the primary key: no foreign key to users and no index on expires_at, since every keyed
 -- write pays for each (a referential check, another index insert). The hourly purge scans a

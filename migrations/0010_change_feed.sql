@@ -1,4 +1,4 @@
--- The change feed (issue 14 §2): one row per object a transaction changed, written in that
+-- The change feed: one row per object a transaction changed, written in that
 -- transaction. `xid` is the writing transaction: readers only take rows whose transaction
 -- is older than every transaction still running (pg_snapshot_xmin), so a row that commits
 -- late can never land behind a position a reader already passed. Positions are (xid, id).

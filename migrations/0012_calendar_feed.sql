@@ -1,4 +1,4 @@
--- Calendar feed (issue 14): one secret key per user, kept only as its SHA-256. The key is the
+-- Calendar feed: one secret key per user, kept only as its SHA-256. The key is the
 -- feed URL's only credential (calendar apps subscribe without headers); a new key replaces
 -- the old one, and deleting it revokes the feed.
 CREATE TABLE calendar_keys (

@@ -1,4 +1,4 @@
--- Issue 17: plans that need no statistics. The trash list reads the shared projects' trashed
+-- plans that need no statistics. The trash list reads the shared projects' trashed
 -- tasks project by project in due order; without this index that walk had no index to use and
 -- an unanalyzed database scanned the whole table.
 CREATE INDEX tasks_trash_by_project ON tasks (project_id, due_at, id) WHERE deleted_at IS NOT NULL;

@@ -1,9 +1,9 @@
--- Issue 17: the outbox purge keeps an event while any delivery row of it is left. Deliveries
+-- the outbox purge keeps an event while any delivery row of it is left. Deliveries
 -- are written in the event's transaction with the event's user, name and instant; this index
 -- lets the purge find them for each event instead of scanning the delivery log.
 CREATE INDEX webhook_deliveries_event ON webhook_deliveries (user_id, created_at);
 
--- Issue 17: a task rendered in about a third of the time. The task wire object (spec §2.1 plus
+-- a task rendered in about a third of the time. The task wire object (spec §2.1 plus
 -- enrichment_status) was row_to_json over a declared row type inside PL/pgSQL: row_to_json
 -- looks up the output of each of its 49 fields on every row, and PL/pgSQL copied each row into
 -- a record and read its fields back one by one (~15-50 µs a task). Now the JSON text is

@@ -1,4 +1,4 @@
--- Issue 17 item 5: every write a user makes adds to one statistics row per local day, and
+-- every write a user makes adds to one statistics row per local day, and
 -- that row's lock is held until COMMIT. Thirty-two writers of one user took turns on it, so
 -- creates and dones ran one at a time however many connections there were. Each PostgreSQL
 -- backend now adds to a row of its own (shard = its pid modulo 32): concurrent writes land on

@@ -1,4 +1,4 @@
--- Issue 12 item 5: each instance keeps the tokens it has verified in memory, so a request does
+-- Each instance keeps the tokens it has verified in memory, so a request does
 -- not spend a round trip on its token. Anything that revokes or changes what a token stands
 -- for (a token deleted, a user deleted, renamed or moved to another zone), made through any
 -- instance, the CLI or by hand in SQL, tells every instance at commit to forget what it holds.

@@ -1,5 +1,5 @@
 -- Idempotency-Key records written at the end of the keyed write instead of claimed before it
--- (issue 14's cost target): one statement takes the key's advisory lock and stores the answer,
+-- (so a keyed write costs no more than an unkeyed one): one statement takes the key's advisory lock and stores the answer,
 -- and refuses (so the COMMIT sent with it never runs) when another transaction holds the key
 -- (SK409) or a live record already exists (SK422). The caller then rolls back and replays.
 CREATE FUNCTION steady_idempotency_record(

@@ -1,4 +1,4 @@
--- Issue 11's target (enrichment adds nothing to POST /api/tasks): the queue row written by a
+-- Goal: enrichment adds nothing to POST /api/tasks. The queue row written by a
 -- create that enriches carries one foreign key and one partial index less.
 -- - The row's user is its task's owner: deleting the user deletes the task, whose foreign key
 --   deletes the row (ON DELETE CASCADE), so a second check against users on every create

@@ -1,4 +1,4 @@
--- Issue 11 (enrichment adds nothing to POST /api/tasks): a create that enriches no longer
+-- Goal: enrichment adds nothing to POST /api/tasks. A create that enriches no longer
 -- writes a queue row in its own statement. The task row it inserts anyway carries the request:
 -- enrichment_status 'pending' and the enriched fields as created (the baseline that tells a
 -- later user edit from the create). The worker moves such tasks into ai_enrichment_queue

@@ -1,4 +1,4 @@
--- Issue 17 item 4: a task's wire JSON is stored with the row, so lists, gets, the trash, the change
+-- a task's wire JSON is stored with the row, so lists, gets, the trash, the change
 -- feed and exports read it instead of rendering it (~30 µs a task on a server, 25-57 µs embedded,
 -- against ~1 µs to read the text). PostgreSQL computes the column itself on every INSERT and
 -- UPDATE (a stored generated column): no write path can forget it and nothing can set it, so it

@@ -1,4 +1,4 @@
--- Issue 11 (enrichment adds nothing to POST /api/tasks): a create that enriches no longer sends
+-- Goal: enrichment adds nothing to POST /api/tasks. A create that enriches no longer sends
 -- its baseline (the enriched fields as created, which tell a later user edit from the create).
 -- Until something changes the task, the row itself is that baseline; the first UPDATE of a
 -- pending task that has none keeps the row as it was before (OLD), so the create's values

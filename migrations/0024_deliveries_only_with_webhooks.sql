@@ -1,4 +1,4 @@
--- Issue 12 item 5 / issue 17 item 5: a write's webhook deliveries (CONTRACT §9) are written by
+-- a write's webhook deliveries (CONTRACT §9) are written by
 -- one function, which the commit statement calls only when the user has an active webhook.
 -- As CTEs of every commit statement they cost about a tenth of a small write's database time
 -- even when they wrote nothing (each data-modifying CTE opens its table and indexes). The

@@ -1,4 +1,4 @@
--- Issue 17 item 1: no read of a user's own open tasks walks other users' rows. tasks_open_by_project
+-- no read of a user's own open tasks walks other users' rows. tasks_open_by_project
 -- (0020) has the owner as its second key, so "this user's open tasks" (the counts, the candidates
 -- of GET /api/process) could be served from it by a condition on that non-leading key: a walk of
 -- every user's open tasks, which a never-analyzed database chose about as often as the user's

@@ -1,4 +1,4 @@
--- Issue 17 item 1: the list's shared-project branch reads a shared project's open tasks of other
+-- the list's shared-project branch reads a shared project's open tasks of other
 -- users in due order (TaskListSql.taskListBody: `project_id = p.id AND user_id <> $me ... ORDER BY
 -- due_at, id LIMIT n`). tasks_open_by_project (0020, 0025) is keyed (project_id, user_id, due_at,
 -- id): with `user_id <> $me` only its first key is a condition, its rows come out in owner order,

@@ -1,4 +1,4 @@
--- The Idempotency-Key record as a plain INSERT (issue 14's cost target): INSERT … ON CONFLICT
+-- The Idempotency-Key record as a plain INSERT (so a keyed write costs no more than an unkeyed one): INSERT … ON CONFLICT
 -- DO UPDATE inserts speculatively (an index probe before the heap insert, a confirmation
 -- after), about a fifth of the record's database time for a conflict that is a retry or an
 -- expired record the hourly purge has not dropped yet, both rare. Measured with pgbench (one

@@ -4,7 +4,7 @@ import type { DailyStats } from "../history/History.js"
 import type { UserId } from "../kernel/Ids.js"
 
 /**
- * Every statement on `daily_stats` (issue 12 item 2): the additions the mutation pipeline and
+ * Every statement on `daily_stats`: the additions the mutation pipeline and
  * the rollover sweep make, and the sums statistics are read from. A user's day may be spread
  * over several rows (`shard`, so concurrent writers of one day do not queue on one row);
  * reads always sum them.

@@ -1,5 +1,5 @@
 /**
- * Idempotency-Key (IETF httpapi idempotency-key draft, issue 14): which requests take a key
+ * Idempotency-Key (IETF httpapi idempotency-key draft): which requests take a key
  * and what a valid key is. The draft makes the header a Structured Field string (quoted);
  * many clients send the bare value (Stripe's style), so both are accepted and mean the same.
  */

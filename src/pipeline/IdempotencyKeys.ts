@@ -96,7 +96,7 @@ const keep = (response: HttpServerResponse.HttpServerResponse): Effect.Effect<St
 }
 
 /**
- * Idempotency-Key on writes (issue 14, IETF httpapi idempotency-key draft). A keyed write
+ * Idempotency-Key on writes (IETF httpapi idempotency-key draft). A keyed write
  * of an authenticated user runs, router and handler included, inside one transaction that
  * also records its answer; a retry gets that answer back (`Idempotent-Replayed: true`).
  * Without the header, or for a caller that does not authenticate, the request passes

@@ -8,15 +8,14 @@ import { answersAtOnce } from "./PgGuard.js"
 import { retryingConflicts, runAgainAfter } from "./TransactionConflicts.js"
 
 /**
- * Statements that run straight on their connection while nothing watches them (issue 12
- * item 5, issue 17 item 5). Run as an effect, an `@effect/sql` statement opens a span, a
- * scope and a second fiber-runtime step around the query: about 0.05 ms of CPU per statement,
- * twice what the `pg` query itself costs, and one to three statements are all most requests
- * send. Our connections need neither: the acquirer of both clients (`PgClient`'s and
- * `PgliteClient`'s) holds nothing a scope would release, and with tracing off the span is a
- * no-op. So a statement of this client compiles itself and runs on the connection the
- * library would have handed it (the transaction's, or one from the pool), with the same
- * rows, errors and interruption.
+ * Statements that run straight on their connection while nothing watches them. Run as an
+ * effect, an `@effect/sql` statement opens a span, a scope and a second fiber-runtime step
+ * around the query: about 0.05 ms of CPU per statement, twice what the `pg` query itself
+ * costs, and one to three statements are all most requests send. Our connections need neither:
+ * the acquirer of both clients (`PgClient`'s and `PgliteClient`'s) holds nothing a scope would
+ * release, and with tracing off the span is a no-op. So a statement of this client compiles
+ * itself and runs on the connection the library would have handed it (the transaction's, or
+ * one from the pool), with the same rows, errors and interruption.
  *
  * It takes the library's own path whenever someone looks: with tracing on (the statement's
  * span) and under a statement transformer (`Statement.withTransformer`, which the plan

@@ -1,7 +1,7 @@
 import Pg from "pg"
 
 /**
- * BEGIN and COMMIT without round trips of their own (issue 12 item 5). A transaction from
+ * BEGIN and COMMIT without round trips of their own. A transaction from
  * `withTransaction` used to be BEGIN, its statements and COMMIT, each waiting for the
  * previous answer. Now a connection holds BEGIN (and a nested transaction's SAVEPOINT) back
  * and sends it in one pipeline with the next statement (one Sync, one answer); a ROLLBACK
