@@ -8,7 +8,7 @@ import { config, copyOf, describeRun, log, measureRun, prepare, type Run, startO
 import { geomean, mean } from "./stats.js"
 
 /**
- * AI on vs off (issue 11): POST /api/tasks with a title only, the create that triggers
+ * AI on vs off: POST /api/tasks with a title only, the create that triggers
  * enrichment, on a service with AI off and on one whose provider is a fake OpenAI-compatible
  * server on 127.0.0.1 answering after 20 ms. Enrichment must add nothing to the create: the
  * request only writes the queue row, and the worker's model calls and enrich steps compete

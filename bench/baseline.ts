@@ -5,7 +5,7 @@
  * The difference to the service is then the framework, not the database work.
  *
  * For the three writes (POST /api/tasks, PATCH /api/tasks/{id}, POST /api/tasks/{id}/done)
- * it is the floor issue 12 measures against: the token lookup and one INSERT or UPDATE
+ * it is the floor a single-task write is measured against: the token lookup and one INSERT or UPDATE
  * answering with the task's wire JSON, in autocommit — no undo entry, no outbox, no
  * statistics, no change feed, no recurrence arithmetic. Its bodies are not the service's.
  *

@@ -1,5 +1,5 @@
 /**
- * `npx tsx bench/bloat.ts` (issue 17): does the embedded database look after itself?
+ * `npx tsx bench/bloat.ts`: does the embedded database look after itself?
  * Writes BLOAT_TASKS tasks through `POST /api/tasks` into a fresh data directory (the
  * "fresh import"), stops the service and measures the directory; then sends BLOAT_PATCHES
  * `PATCH /api/tasks/{id}` spread over those tasks, stops the service and measures again.

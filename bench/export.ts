@@ -4,7 +4,7 @@ import { seed } from "./seed.js"
 import { config, log, prepare, startOurs } from "./setup.js"
 
 /**
- * Export (issue 7): one user with BENCH_EXPORT_TASKS tasks (and a completion for each done
+ * Export: one user with BENCH_EXPORT_TASKS tasks (and a completion for each done
  * one), GET /api/export (JSON) and GET /api/export?format=csv&type=tasks, read as fast as
  * the client can. For each: time to the first byte and to the last, the bytes, and the
  * service's RSS before and its peak during the download, sampled every 10 ms from

@@ -9,7 +9,7 @@ import { config, describeRun, log, measureRun, prepare, type Run, startOurs, war
 import { mean, median } from "./stats.js"
 
 /**
- * Idempotency-Key cost (issue 14): POST /api/tasks without a key and with a fresh key on
+ * Idempotency-Key cost: POST /api/tasks without a key and with a fresh key on
  * every request (what a client sends for new writes), on one service, in interleaved rounds
  * with the order rotating. A keyed create also takes the key's lock, records the answer in
  * the same transaction, and runs the pipeline's transaction as a savepoint.

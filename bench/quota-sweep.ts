@@ -15,7 +15,7 @@ import { config, freshDatabase, log } from "./setup.js"
 import { median } from "./stats.js"
 
 /**
- * Quota rollover sweep (issue 4), in-process through the service's own layers: a
+ * Quota rollover sweep (spec §8), in-process through the service's own layers: a
  * ManagedRuntime over ServicesLive and the migrated database, calling `Quotas.sweep()`
  * directly; no HTTP and no scheduler (so no background sweep runs meanwhile).
  *

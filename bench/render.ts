@@ -1,5 +1,5 @@
 /**
- * `npx tsx bench/render.ts` (issue 17 item 4): what rendering a task costs, per database.
+ * `npx tsx bench/render.ts`: what rendering a task costs, per database.
  * Seeds 1,000 tasks (timestamps with milliseconds, some done, some labelled) into a fresh
  * database migrated by the service, then times pages of 50 and 1,000 tasks through the
  * service's own SQL client, interleaved, and prints µs a task over a page that renders only

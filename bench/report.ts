@@ -32,7 +32,7 @@ export interface ReportSettings {
 
 export const TARGET_RATIO = 0.6
 export const TARGET_P99_MS = 50
-/** Issue 12: a single-task write at half the req/s of a bare token lookup + INSERT/UPDATE. */
+/** The goal for a single-task write: at least half the req/s of a bare token lookup + INSERT/UPDATE. */
 export const TARGET_WRITE_RATIO = 0.5
 
 interface Row {

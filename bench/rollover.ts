@@ -16,7 +16,7 @@ import { freshDatabase, log } from "./setup.js"
 import { TaskId } from "../src/kernel/Ids.js"
 
 /**
- * Rollover at scale (issue 13 item 7): BENCH_ROLLOVER_QUOTAS daily quotas (100,000) over
+ * Rollover at scale: BENCH_ROLLOVER_QUOTAS daily quotas (100,000) over
  * BENCH_ROLLOVER_USERS users (1,000), all in one zone, all in yesterday's local period, so
  * every period ends at the same local midnight. Seeded with SQL (the setup is not what is
  * measured), then closed by `Quotas.sweep()`:

@@ -5,7 +5,7 @@ import { growTasks, sampleIds, seed } from "./seed.js"
 import { freshDatabase, log, migrate, startOurs, withExec } from "./setup.js"
 
 /**
- * Issue 17 item 6, cost that does not grow with the data. One database per backend holds the
+ * Cost that does not grow with the data. One database per backend holds the
  * other users' tasks (`BENCH_SCALE_OTHERS`: 1,000,000 on PostgreSQL, 100,000 embedded, over 19
  * users) while the main user's tasks grow through `BENCH_SCALE_SIZES` (1,000, 10,000, 100,000).
  * At each size every hot read and two writes run one request at a time (c=1: latency, not

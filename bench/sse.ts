@@ -8,7 +8,7 @@ import type { Exec } from "./seed.js"
 import { log, prepare, startOurs } from "./setup.js"
 
 /**
- * Change streams (issue 14): one instance holds BENCH_SSE_STREAMS open GET /api/events
+ * Change streams: one instance holds BENCH_SSE_STREAMS open GET /api/events
  * streams (loopback clients, 10 per user) while a writer creates tasks at BENCH_SSE_RATE
  * per second, round-robin over the users; each change reaches the 10 streams of its user.
  * Reported: delivery latency (event received − write sent, so it includes the write's own

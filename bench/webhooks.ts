@@ -8,7 +8,7 @@ import { config, describeRun, log, measureRun, prepare, type Run, startOurs } fr
 import { geomean, mean } from "./stats.js"
 
 /**
- * Webhooks on vs off (issue 6): POST /api/tasks and PATCH /api/tasks/{id} with the user
+ * Webhooks on vs off: POST /api/tasks and PATCH /api/tasks/{id} with the user
  * having no webhooks, three active webhooks on task.created/task.updated pointing at a fast
  * receiver on 127.0.0.1, and three pointing at a receiver that never answers (the service
  * gives up after its 10 s timeout, retries twice, and holds at most 16 deliveries in

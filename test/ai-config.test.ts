@@ -2,7 +2,7 @@ import { ConfigProvider, Effect, Either, Option } from "effect"
 import { describe, expect, it } from "vitest"
 import { appConfig, formatConfigError } from "../src/kernel/AppConfig.js"
 
-/* Issue 11 / CONTRACT §2: the SERVICE_AI_* variables. */
+/* The SERVICE_AI_* variables: which provider, which model, which key, and what is refused at start. */
 
 const load = (vars: Record<string, string>) =>
   Effect.runSync(Effect.either(Effect.withConfigProvider(appConfig, ConfigProvider.fromMap(new Map(Object.entries(vars))))))

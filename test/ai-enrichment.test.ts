@@ -8,7 +8,7 @@ import { outboxEvents, query } from "./support/rows.js"
 import { type Client, startService, type TestService, type TestUser } from "./support/service.js"
 
 /*
- * Issue 11, enrichment: a title-only create is queued in the database and enriched in the
+ * AI enrichment: a title-only create is queued in the database and enriched in the
  * background through the real provider clients (fake OpenAI-compatible and Anthropic
  * servers on loopback); the result is one undoable `enrich` step that keeps the user's own
  * edits and drops invalid fields alone; failures retry and then fail; reprocess re-queues;

@@ -7,7 +7,7 @@ import { query } from "./support/rows.js"
 import { startService, type TestService, type TestUser } from "./support/service.js"
 
 /*
- * Issue 11, the synchronous AI helpers over HTTP against real fake providers on loopback
+ * The synchronous AI helpers (spec §4.9) over HTTP against real fake providers on loopback
  * (OpenAI-compatible chat completions and Anthropic Messages): the model test, quick take,
  * what's next, the status page, provider failures and timeouts, and AI off.
  */

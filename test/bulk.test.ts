@@ -7,8 +7,8 @@ import { startService, type TestService, type TestUser } from "./support/service
 import { createTask, expectServiceTime, listIds } from "./support/tasks.js"
 
 /**
- * Bulk done, snooze, snooze-overdue and edit over HTTP (spec §1, §3, §4.3, §7; CONTRACT §6
- * limits, §8 small fixed points). Every response is the bare counts object with every key.
+ * Bulk done, snooze, snooze-overdue and edit over HTTP (spec §1, §3, §4.3, §7), with the
+ * bound on ids per request and the fixed counts shape of BulkApi.ts. Every response is the bare counts object with every key.
  *
  * The clock is pinned at 12:00 UTC on Tuesday 10 March 2026; every user is on UTC.
  */
@@ -574,7 +574,7 @@ describe("bulk operations (spec §4.3)", () => {
       )
       expect(await read(user, auto.id)).toMatchObject({ target_at: "2026-05-15T00:00:00.000Z", target_auto: true })
 
-      // A deadline on a task without a target gives it an automatic one, as on create (CONTRACT §7).
+      // A deadline on a task without a target gives it an automatic one, as on create (the same rule as on create, in domain/TaskRules.ts).
       const plain = await createTask(user.api, { title: "No target" })
       expect(await bulkOk(user, "/api/tasks/bulk/edit", { ids: [plain.id], changes: { deadline_at: "2026-04-20T00:00:00Z" } })).toEqual(
         counts({ tasks_affected: 1 })
@@ -705,7 +705,7 @@ describe("bulk operations (spec §4.3)", () => {
     })
   })
 
-  describe("limits (CONTRACT §6: bulk ids 1-500)", () => {
+  describe("limits (bulk ids: 1-500 per request)", () => {
     it("0 and 501 ids are a 400 on every bulk endpoint; 500 is accepted", async () => {
       const user = await newUser()
       const ids = (n: number) => Array.from({ length: n }, (_, i) => UNKNOWN + i)

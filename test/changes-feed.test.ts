@@ -11,7 +11,7 @@ import { startService, type TestService, type TestUser } from "./support/service
 import { createTask, inboxOf } from "./support/tasks.js"
 
 /**
- * Issue 14 §2: GET /api/changes. Everything a user can see that changed after a cursor,
+ * GET /api/changes. Everything a user can see that changed after a cursor,
  * with the object as its own GET renders it now; others' private changes never show;
  * shared-project changes by others do; background work shows; an expired cursor is a 410.
  */

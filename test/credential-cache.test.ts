@@ -7,7 +7,7 @@ import { startService, type TestService } from "./support/service.js"
 import { createTask } from "./support/tasks.js"
 
 /*
- * Issue 12 item 5: an instance remembers the tokens it has verified, so a request spends no
+ * An instance remembers the tokens it has verified, so a request spends no
  * round trip on its token (write-round-trips.test.ts counts that). What a token stands for
  * must still change the moment it changes: a deleted token is refused on the next request,
  * a new zone applies on the next request, and on PostgreSQL a change made outside the

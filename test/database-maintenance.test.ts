@@ -7,7 +7,7 @@ import { query } from "./support/rows.js"
 import { startService, type TestService } from "./support/service.js"
 
 /**
- * Issue 17: the embedded database has no autovacuum, so the service vacuums and analyzes
+ * The embedded database has no autovacuum, so the service vacuums and analyzes
  * its tables itself once enough rows changed; on a server it reports tables never analyzed.
  */
 

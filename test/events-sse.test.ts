@@ -10,7 +10,7 @@ import { openEvents, type SseStream } from "./support/sse.js"
 import { createTask } from "./support/tasks.js"
 
 /**
- * Issue 14 §2: GET /api/events streams the change feed as it commits, `id:` = cursor,
+ * GET /api/events streams the change feed as it commits, `id:` = cursor,
  * resumes from Last-Event-ID with nothing lost or repeated, keeps private changes private,
  * and works across instances on one PostgreSQL (NOTIFY wakes, the table supplies the data).
  */

@@ -100,7 +100,7 @@ const openTitles = async (port: number, token: string) => {
   }
 }
 
-describe("a stop signal under write load (issue 13)", () => {
+describe("a stop signal under write load", () => {
   it("drains keep-alive connections: requests sent before SIGTERM are answered, none hangs, acknowledged writes survive, exit 0 within 12 s", async () => {
     const env = await serviceEnv()
     const cli = spawnNode("src/cli.ts", ["create-token", "--user", "grace"], env)

@@ -6,7 +6,7 @@ import { databaseKind } from "./support/database.js"
 import { startService, type TestService } from "./support/service.js"
 
 /*
- * Issue 12 item 5: the service's statements run straight on their connection (no span, no
+ * The service's statements run straight on their connection (no span, no
  * scope around each query) unless tracing is on or a transformer watches. Same rows, same
  * errors, same transaction; fewer runtime steps.
  */

@@ -9,7 +9,7 @@ import { createTask } from "./support/tasks.js"
 import { createWebhook } from "./support/webhooks.js"
 
 /**
- * Per-user resources are bounded (issue 10, item 6): tokens and webhooks past their cap are
+ * Per-user resources are bounded, so one user cannot exhaust what all share: tokens and webhooks past their cap are
  * a 409 and nothing is written; a webhook's waiting deliveries are trimmed to the newest;
  * one user's hanging receivers hold at most a few dispatcher slots.
  */

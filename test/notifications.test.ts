@@ -9,7 +9,7 @@ import { startService, type TestService, type TestUser } from "./support/service
 import { createTask, TASK_FIELDS } from "./support/tasks.js"
 
 /**
- * The public endpoints (spec §4.10, §5; CONTRACT §8): notification actions authenticated by
+ * The public endpoints (spec §4.10, §5; PublicApi.ts): notification actions authenticated by
  * the API token in the body, and the VAPID public key. Snooze instants are asserted to the
  * millisecond by stopping the service clock (it runs in this process on Date.now).
  *

@@ -1,8 +1,8 @@
 import * as SqlClient from "@effect/sql/SqlClient"
-import { Effect, Option } from "effect"
+import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { now } from "../src/kernel/ServiceClock.js"
-import { startService, type TestService, type TestUser } from "./support/service.js"
+import { type ClockedTestService, startServiceOnTestClock, type TestUser } from "./support/service.js"
 
 const NOW = new Date("2031-05-20T08:30:00.000Z")
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
@@ -50,7 +50,7 @@ const SPEC_FIELDS: Record<string, "string" | "integer" | "boolean" | "slot" | "t
 }
 
 describe("user preferences", () => {
-  let service: TestService
+  let service: ClockedTestService
   let alice: TestUser
   let bob: TestUser
   let aliceSlots: Array<{ id: number; start_time: string }>
@@ -62,7 +62,9 @@ describe("user preferences", () => {
     sql((s) => s<{ id: number; start_time: string }>`SELECT id, start_time FROM time_slots WHERE user_id = ${userId} ORDER BY start_time`)
 
   beforeAll(async () => {
-    service = await startService({ serviceNow: Option.some(NOW) })
+    // The service clock is a TestClock standing at NOW: stamps are exact, and a test that
+    // needs time to pass moves it.
+    service = await startServiceOnTestClock(NOW)
     alice = await service.user("alice")
     bob = await service.user("bob")
     aliceSlots = [...await slotsOf(alice.id)]
@@ -239,8 +241,10 @@ describe("user preferences", () => {
     expect(res.body.data.ai_context).toBe("Two kids, one dog.")
     expect((await prefs(carol)).ai_context_updated_at).toBe(stamp)
 
-    // Other fields, and the same context again, leave the stamp alone.
-    await new Promise((r) => setTimeout(r, 20))
+    expect(stamp).toBe(NOW.toISOString())
+
+    // Other fields, and the same context again, leave the stamp alone, though time has passed.
+    await service.clock.adjust("1 second")
     const other = await carol.api.patch("/api/user/preferences", { week_start: "monday" })
     expect(other.body.data.ai_context_updated_at).toBe(stamp)
     const same = await carol.api.patch("/api/user/preferences", { ai_context: "Two kids, one dog." })
@@ -250,6 +254,7 @@ describe("user preferences", () => {
     const changed = await carol.api.patch("/api/user/preferences", { ai_context: "" })
     expect(changed.body.data.ai_context).toBe("")
     expect(Date.parse(changed.body.data.ai_context_updated_at)).toBeGreaterThan(Date.parse(stamp))
+    expect(changed.body.data.ai_context_updated_at).toBe(new Date(NOW.getTime() + 1_000).toISOString())
   })
 
   it("changing timezone changes GET /api/auth/me and the stored user", async () => {
@@ -267,7 +272,7 @@ describe("user preferences", () => {
     // Counts "today" in the new zone: 2031-05-20T08:30Z is still the 20th in Los Angeles (01:30).
     const lateEvening = "2031-05-21T06:00:00.000Z" // 23:00 on the 20th in Los Angeles
     const created = await dave.api.post("/api/tasks", { title: "Late", due_at: lateEvening, priority: 1 })
-    expect(created.status).toBe(201)
+    expect(created.status, created.text).toBe(201)
     const counts = await dave.api.get("/api/tasks/counts")
     expect(counts.body.data.today).toBe(1)
   })

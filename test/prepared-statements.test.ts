@@ -7,7 +7,7 @@ import { namedQuery, StatementCache } from "../src/sql/PreparedStatements.js"
 import { databaseKind, freshDatabase, type TestDatabase } from "./support/database.js"
 
 /*
- * Issue 17 item 4: hot statements are prepared once per connection. PostgreSQL spent more
+ * Hot statements are prepared once per connection. PostgreSQL spent more
  * time planning our statements than running them; a connection now keeps each parameterized
  * statement it has run prepared, at most a bounded number, the least recently used dropped.
  */

@@ -1,6 +1,12 @@
-import { Option } from "effect"
+import { Option, Schema } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { ProjectId, TaskId } from "../src/kernel/Ids.js"
+import { Project, type ProjectCreate } from "../src/projects/Project.js"
+import { Task } from "../src/tasks/Task.js"
+import { DataOf, decode, errorOf } from "./support/api-client.js"
 import { startService, type TestService, type TestUser } from "./support/service.js"
+
+type Project = typeof Project.Type
 
 const NOW = new Date("2030-03-10T12:00:00.000Z")
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
@@ -23,30 +29,40 @@ describe("projects", () => {
   let service: TestService
   let alice: TestUser
   let bob: TestUser
-  let aliceInbox: any
-  let bobInbox: any
+  let aliceInbox: Project
+  let bobInbox: Project
+
+  const projectsOf = async (user: TestUser) => (await user.client.projects.list()).data.projects
+  const projectPath = (id: number) => ({ path: { id: ProjectId.make(id) } })
+  const taskPath = (id: number) => ({ path: { id: TaskId.make(id) } })
+  const readProject = async (user: TestUser, id: number) => (await user.client.projects.get(projectPath(id))).data
+  const readTask = async (user: TestUser, id: number) => (await user.client.tasks.get(taskPath(id))).data
+  const inboxOf = async (user: TestUser) => {
+    const inbox = (await projectsOf(user)).find((p) => p.name === "Inbox")
+    if (inbox === undefined) throw new Error(`${user.username} has no Inbox`)
+    return inbox
+  }
 
   beforeAll(async () => {
     service = await startService({ serviceNow: Option.some(NOW) })
     alice = await service.user("alice")
     bob = await service.user("bob")
-    aliceInbox = (await alice.api.get("/api/projects")).body.data.projects.find((p: any) => p.name === "Inbox")
-    bobInbox = (await bob.api.get("/api/projects")).body.data.projects.find((p: any) => p.name === "Inbox")
+    aliceInbox = await inboxOf(alice)
+    bobInbox = await inboxOf(bob)
   })
   afterAll(async () => {
     await service?.stop()
   })
 
-  const createProject = async (user: TestUser, body: Record<string, unknown>) => {
-    const res = await user.api.post("/api/projects", body)
-    expect(res.status, res.text).toBe(201)
-    return res.body.data
-  }
+  /** Through the typed client: a status other than 201 fails the test. */
+  const createProject = async (user: TestUser, payload: ProjectCreate) =>
+    (await user.client.projects.create({ payload })).data
 
+  /** A raw body (timestamps as strings), read with the Task schema. */
   const createTask = async (user: TestUser, body: Record<string, unknown>) => {
-    const res = await user.api.post("/api/tasks", body)
+    const res = await user.raw.post("/api/tasks", body)
     expect(res.status, res.text).toBe(201)
-    return res.body.data
+    return decode(DataOf(Task), res.body).data
   }
 
   it("every user starts with an Inbox of their own", () => {
@@ -56,15 +72,16 @@ describe("projects", () => {
   })
 
   it("POST /api/projects answers 201 with every project field", async () => {
-    const res = await alice.api.post("/api/projects", {
+    const res = await alice.raw.post("/api/projects", {
       name: "Garden",
       color: "#22aa44",
       description: "Outdoor jobs",
       sort_order: 40
     })
     expect(res.status).toBe(201)
-    const p = res.body.data
-    for (const field of PROJECT_FIELDS) expect(p, field).toHaveProperty(field)
+    const wire = decode(DataOf(Schema.Record({ key: Schema.String, value: Schema.Unknown })), res.body).data
+    for (const field of PROJECT_FIELDS) expect(wire, field).toHaveProperty(field)
+    const p = decode(DataOf(Project), res.body).data
     expect(p).toMatchObject({
       id: expect.any(Number),
       name: "Garden",
@@ -79,9 +96,9 @@ describe("projects", () => {
     expect(p.created_at).toMatch(ISO_MS)
     expect(Math.abs(Date.parse(p.created_at) - NOW.getTime())).toBeLessThan(120_000)
 
-    const read = await alice.api.get(`/api/projects/${p.id}`)
+    const read = await alice.raw.get(`/api/projects/${p.id}`)
     expect(read.status).toBe(200)
-    expect(read.body.data).toEqual(p)
+    expect(read.body).toEqual({ data: wire })
   })
 
   it("defaults: not shared, empty color and description, sorted after the user's others", async () => {
@@ -101,11 +118,11 @@ describe("projects", () => {
       { name: "ok", sort_order: 1.5 },
       { name: "ok", color: 5 }
     ]) {
-      const res = await alice.api.post("/api/projects", body)
+      const res = await alice.raw.post("/api/projects", body)
       expect(res.status, JSON.stringify(body)).toBe(400)
-      expect(res.body.code).toBe("VALIDATION_ERROR")
+      expect(errorOf(res).code).toBe("VALIDATION_ERROR")
     }
-    const names = (await alice.api.get("/api/projects")).body.data.projects.map((p: any) => p.name)
+    const names = (await projectsOf(alice)).map((p) => p.name)
     expect(names).not.toContain("ok")
   })
 
@@ -119,20 +136,19 @@ describe("projects", () => {
     await createTask(alice, { title: "Quota", project_id: p.id, progress_target: 3, rrule: "FREQ=WEEKLY" })
     await createTask(alice, { title: "Tracked", project_id: p.id, progress_target: 1, is_tracked: true, rrule: "FREQ=DAILY" })
     const trashed = await createTask(alice, { title: "Trashed", project_id: p.id, due_at: hoursFromNow(-2), priority: 1 })
-    expect((await alice.api.delete(`/api/tasks/${trashed.id}`)).status).toBe(200)
+    await alice.client.tasks.delete(taskPath(trashed.id))
 
-    const res = await alice.api.get(`/api/projects/${p.id}`)
-    expect(res.status).toBe(200)
+    const res = await readProject(alice, p.id)
     // Open: the two past, the future, the undated, the reminder and the two quotas.
-    expect(res.body.data.active_count).toBe(7)
-    expect(res.body.data.overdue_count).toBe(2)
+    expect(res.active_count).toBe(7)
+    expect(res.overdue_count).toBe(2)
 
-    const listed = (await alice.api.get("/api/projects")).body.data.projects.find((x: any) => x.id === p.id)
+    const listed = (await projectsOf(alice)).find((x) => x.id === p.id)
     expect(listed).toMatchObject({ active_count: 7, overdue_count: 2 })
 
     // The same definition as the task list's overdue filter.
-    const overdue = await alice.api.get(`/api/tasks?overdue=true&project_id=${p.id}`)
-    expect(overdue.body.data.tasks.map((t: any) => t.title).sort()).toEqual(["Past due", "Past due too"])
+    const overdue = await alice.client.tasks.list({ urlParams: { overdue: true, project_id: p.id } })
+    expect(overdue.data.tasks.map((t) => t.title).sort()).toEqual(["Past due", "Past due too"])
   })
 
   it("GET /api/projects lists own and shared projects by sort_order then name", async () => {
@@ -145,10 +161,9 @@ describe("projects", () => {
     const shared = await createProject(dave, { name: "Team", shared: true, sort_order: 3 })
     await createProject(dave, { name: "Dave private", sort_order: 4 })
 
-    const res = await carol.api.get("/api/projects")
-    expect(res.status).toBe(200)
-    const projects = res.body.data.projects as Array<any>
-    expect(res.body.data.count).toBe(projects.length)
+    const res = (await carol.client.projects.list()).data
+    const projects = res.projects
+    expect(res.count).toBe(projects.length)
     // Only own projects and shared ones.
     expect(projects.every((p) => p.owner_id === carol.id || p.shared)).toBe(true)
     expect(projects.map((p) => p.name)).not.toContain("Dave private")
@@ -156,53 +171,49 @@ describe("projects", () => {
     const mine = projects.filter((p) => p.owner_id === carol.id || p.id === shared.id).map((p) => p.name)
     expect(mine).toEqual(["First", "Inbox", "Team", "alpha", "Beta", "Zeta"])
     // The whole list is in that order, shared projects of others included.
-    const key = (p: any) => [p.sort_order, p.name.toLowerCase()] as const
+    const key = (p: Project) => [p.sort_order, p.name.toLowerCase()] as const
     for (let i = 1; i < projects.length; i++) {
-      const [ao, an] = key(projects[i - 1])
-      const [bo, bn] = key(projects[i])
-      expect(ao < bo || (ao === bo && an <= bn), `${projects[i - 1].name} before ${projects[i].name}`).toBe(true)
+      const [ao, an] = key(projects[i - 1]!)
+      const [bo, bn] = key(projects[i]!)
+      expect(ao < bo || (ao === bo && an <= bn), `${projects[i - 1]!.name} before ${projects[i]!.name}`).toBe(true)
     }
   })
 
   it("PATCH /api/projects/{id} updates the fields sent and keeps the rest", async () => {
     const p = await createProject(alice, { name: "Errands", color: "red", description: "town" })
-    const res = await alice.api.patch(`/api/projects/${p.id}`, { name: "  Chores  ", color: "blue" })
-    expect(res.status).toBe(200)
-    expect(res.body.data).toEqual({ ...p, name: "Chores", color: "blue" })
-    const again = await alice.api.patch(`/api/projects/${p.id}`, { shared: true, sort_order: 7, description: "" })
-    expect(again.body.data).toEqual({ ...p, name: "Chores", color: "blue", shared: true, sort_order: 7, description: "" })
-    expect((await alice.api.get(`/api/projects/${p.id}`)).body.data).toEqual(again.body.data)
+    const res = await alice.client.projects.update({ ...projectPath(p.id), payload: { name: "  Chores  ", color: "blue" } })
+    expect(res.data).toEqual({ ...p, name: "Chores", color: "blue" })
+    const again = await alice.client.projects.update({ ...projectPath(p.id), payload: { shared: true, sort_order: 7, description: "" } })
+    expect(again.data).toEqual({ ...p, name: "Chores", color: "blue", shared: true, sort_order: 7, description: "" })
+    expect(await readProject(alice, p.id)).toEqual(again.data)
 
-    const bad = await alice.api.patch(`/api/projects/${p.id}`, { name: "" })
+    const bad = await alice.raw.patch(`/api/projects/${p.id}`, { name: "" })
     expect(bad.status).toBe(400)
-    expect((await alice.api.get(`/api/projects/${p.id}`)).body.data.name).toBe("Chores")
+    expect((await readProject(alice, p.id)).name).toBe("Chores")
   })
 
   it("the Inbox cannot be renamed nor deleted", async () => {
-    const rename = await alice.api.patch(`/api/projects/${aliceInbox.id}`, { name: "Incoming" })
+    const rename = await alice.raw.patch(`/api/projects/${aliceInbox.id}`, { name: "Incoming" })
     expect(rename.status).toBe(400)
-    expect(rename.body.code).toBe("VALIDATION_ERROR")
-    const del = await alice.api.delete(`/api/projects/${aliceInbox.id}`)
+    expect(errorOf(rename).code).toBe("VALIDATION_ERROR")
+    const del = await alice.raw.delete(`/api/projects/${aliceInbox.id}`)
     expect(del.status).toBe(400)
-    expect(del.body.code).toBe("VALIDATION_ERROR")
-    const read = await alice.api.get(`/api/projects/${aliceInbox.id}`)
-    expect(read.status).toBe(200)
-    expect(read.body.data.name).toBe("Inbox")
+    expect(errorOf(del).code).toBe("VALIDATION_ERROR")
+    expect((await readProject(alice, aliceInbox.id)).name).toBe("Inbox")
 
     // Other fields of the Inbox can change.
-    const color = await alice.api.patch(`/api/projects/${aliceInbox.id}`, { color: "grey" })
-    expect(color.status).toBe(200)
-    expect(color.body.data).toMatchObject({ name: "Inbox", color: "grey" })
+    const color = await alice.client.projects.update({ ...projectPath(aliceInbox.id), payload: { color: "grey" } })
+    expect(color.data).toMatchObject({ name: "Inbox", color: "grey" })
   })
 
   it("unknown and malformed ids", async () => {
-    expect((await alice.api.get("/api/projects/999999")).status).toBe(404)
-    expect((await alice.api.patch("/api/projects/999999", { name: "x" })).status).toBe(404)
-    expect((await alice.api.delete("/api/projects/999999")).status).toBe(404)
+    expect((await alice.raw.get("/api/projects/999999")).status).toBe(404)
+    expect((await alice.raw.patch("/api/projects/999999", { name: "x" })).status).toBe(404)
+    expect((await alice.raw.delete("/api/projects/999999")).status).toBe(404)
     for (const bad of ["abc", "0", "1.5", "-3", "4294967296"]) {
-      const res = await alice.api.get(`/api/projects/${bad}`)
+      const res = await alice.raw.get(`/api/projects/${bad}`)
       expect(res.status, bad).toBe(400)
-      expect(res.body.code).toBe("VALIDATION_ERROR")
+      expect(errorOf(res).code).toBe("VALIDATION_ERROR")
     }
   })
 
@@ -213,65 +224,65 @@ describe("projects", () => {
     const b1 = await createTask(bob, { title: "Bob's in shared", project_id: p.id, priority: 1 })
     const keep = await createTask(alice, { title: "Elsewhere", priority: 1 })
 
-    const res = await alice.api.delete(`/api/projects/${p.id}`)
+    const res = await alice.raw.delete(`/api/projects/${p.id}`)
     expect(res.status).toBe(200)
     expect(res.body).toEqual({ data: { deleted: true, tasks_moved_to_inbox: 3 } })
 
-    expect((await alice.api.get(`/api/projects/${p.id}`)).status).toBe(404)
-    expect((await alice.api.get(`/api/tasks/${a1.id}`)).body.data.project_id).toBe(aliceInbox.id)
-    expect((await alice.api.get(`/api/tasks/${a2.id}`)).body.data.project_id).toBe(aliceInbox.id)
-    expect((await bob.api.get(`/api/tasks/${b1.id}`)).body.data.project_id).toBe(bobInbox.id)
-    expect((await alice.api.get(`/api/tasks/${keep.id}`)).body.data.project_id).toBe(aliceInbox.id)
+    expect((await alice.raw.get(`/api/projects/${p.id}`)).status).toBe(404)
+    expect((await readTask(alice, a1.id)).project_id).toBe(aliceInbox.id)
+    expect((await readTask(alice, a2.id)).project_id).toBe(aliceInbox.id)
+    expect((await readTask(bob, b1.id)).project_id).toBe(bobInbox.id)
+    expect((await readTask(alice, keep.id)).project_id).toBe(aliceInbox.id)
     // Moved tasks are otherwise untouched.
-    const moved = (await alice.api.get(`/api/tasks/${a2.id}`)).body.data
+    const moved = await readTask(alice, a2.id)
     expect(moved).toMatchObject({ title: "Alice two", due_at: a2.due_at, done: false, deleted_at: null })
   })
 
   it("DELETE of an empty project moves nothing", async () => {
     const p = await createProject(alice, { name: "Empty" })
-    const res = await alice.api.delete(`/api/projects/${p.id}`)
+    const res = await alice.raw.delete(`/api/projects/${p.id}`)
     expect(res.body).toEqual({ data: { deleted: true, tasks_moved_to_inbox: 0 } })
-    expect((await alice.api.delete(`/api/projects/${p.id}`)).status).toBe(404)
+    expect((await alice.raw.delete(`/api/projects/${p.id}`)).status).toBe(404)
   })
 
   it("PATCH /api/projects/reorder sets the order the list shows", async () => {
     const erin = await service.user("erin")
-    const inbox = (await erin.api.get("/api/projects")).body.data.projects.find((p: any) => p.owner_id === erin.id)
+    const inbox = await inboxOf(erin)
+    expect(inbox.owner_id).toBe(erin.id)
     const x = await createProject(erin, { name: "X" })
     const y = await createProject(erin, { name: "Y" })
     const z = await createProject(erin, { name: "Z" })
-    const own = async () =>
-      (await erin.api.get("/api/projects")).body.data.projects.filter((p: any) => p.owner_id === erin.id)
+    const own = async () => (await projectsOf(erin)).filter((p) => p.owner_id === erin.id)
 
-    expect((await own()).map((p: any) => p.name)).toEqual(["Inbox", "X", "Y", "Z"])
+    expect((await own()).map((p) => p.name)).toEqual(["Inbox", "X", "Y", "Z"])
 
-    const res = await erin.api.patch("/api/projects/reorder", { project_ids: [z.id, inbox.id, y.id, x.id] })
+    const res = await erin.raw.patch("/api/projects/reorder", { project_ids: [z.id, inbox.id, y.id, x.id] })
     expect(res.status).toBe(200)
     expect(res.body).toEqual({ data: { reordered: 4 } })
     const after = await own()
-    expect(after.map((p: any) => p.name)).toEqual(["Z", "Inbox", "Y", "X"])
-    expect(after.map((p: any) => p.sort_order)).toEqual([0, 1, 2, 3])
+    expect(after.map((p) => p.name)).toEqual(["Z", "Inbox", "Y", "X"])
+    expect(after.map((p) => p.sort_order)).toEqual([0, 1, 2, 3])
 
-    const partial = await erin.api.patch("/api/projects/reorder", { project_ids: [x.id, z.id] })
+    const partial = await erin.raw.patch("/api/projects/reorder", { project_ids: [x.id, z.id] })
     expect(partial.body).toEqual({ data: { reordered: 2 } })
-    expect((await erin.api.get(`/api/projects/${x.id}`)).body.data.sort_order).toBe(0)
-    expect((await erin.api.get(`/api/projects/${z.id}`)).body.data.sort_order).toBe(1)
+    expect((await readProject(erin, x.id)).sort_order).toBe(0)
+    expect((await readProject(erin, z.id)).sort_order).toBe(1)
 
     for (const body of [{ project_ids: [] }, { project_ids: [x.id, x.id] }, { project_ids: "1,2" }, {}]) {
-      const bad = await erin.api.patch("/api/projects/reorder", body)
+      const bad = await erin.raw.patch("/api/projects/reorder", body)
       expect(bad.status, JSON.stringify(body)).toBe(400)
     }
-    const missing = await erin.api.patch("/api/projects/reorder", { project_ids: [y.id, 999999] })
+    const missing = await erin.raw.patch("/api/projects/reorder", { project_ids: [y.id, 999999] })
     expect(missing.status).toBe(404)
     // A refused reorder changes nothing.
-    expect((await erin.api.get(`/api/projects/${y.id}`)).body.data.sort_order).toBe(2)
+    expect((await readProject(erin, y.id)).sort_order).toBe(2)
   })
 
   describe("sharing", () => {
-    let team: any
-    let secret: any
-    let teamTask: any
-    let secretTask: any
+    let team: Project
+    let secret: Project
+    let teamTask: Task
+    let secretTask: Task
 
     beforeAll(async () => {
       team = await createProject(alice, { name: "Household", shared: true })
@@ -281,51 +292,47 @@ describe("projects", () => {
     })
 
     it("a shared project is visible to every user, in the list and by id", async () => {
-      const list = (await bob.api.get("/api/projects")).body.data.projects
-      const seen = list.find((p: any) => p.id === team.id)
+      const list = await projectsOf(bob)
+      const seen = list.find((p) => p.id === team.id)
       expect(seen).toMatchObject({ name: "Household", owner_id: alice.id, shared: true, active_count: 1 })
-      expect(list.map((p: any) => p.id)).not.toContain(secret.id)
-      const read = await bob.api.get(`/api/projects/${team.id}`)
-      expect(read.status).toBe(200)
-      expect(read.body.data).toMatchObject({ id: team.id, owner_id: alice.id, shared: true })
+      expect(list.map((p) => p.id)).not.toContain(secret.id)
+      expect(await readProject(bob, team.id)).toMatchObject({ id: team.id, owner_id: alice.id, shared: true })
     })
 
     it("tasks in a shared project can be read by others", async () => {
-      const res = await bob.api.get(`/api/tasks/${teamTask.id}`)
-      expect(res.status).toBe(200)
-      expect(res.body.data).toMatchObject({ id: teamTask.id, title: "Fix the gate", user_id: alice.id, project_id: team.id })
-      const listed = await bob.api.get(`/api/tasks?project_id=${team.id}`)
-      expect(listed.body.data.tasks.map((t: any) => t.id)).toContain(teamTask.id)
+      expect(await readTask(bob, teamTask.id)).toMatchObject({ id: teamTask.id, title: "Fix the gate", user_id: alice.id, project_id: team.id })
+      const listed = await bob.client.tasks.list({ urlParams: { project_id: team.id } })
+      expect(listed.data.tasks.map((t) => t.id)).toContain(teamTask.id)
       // Others may file tasks there too.
       const bobs = await createTask(bob, { title: "Paint the gate", project_id: team.id, priority: 1 })
       expect(bobs.project_id).toBe(team.id)
-      expect((await alice.api.get(`/api/tasks/${bobs.id}`)).status).toBe(200)
-      expect((await alice.api.get(`/api/projects/${team.id}`)).body.data.active_count).toBe(2)
+      expect((await alice.raw.get(`/api/tasks/${bobs.id}`)).status).toBe(200)
+      expect((await readProject(alice, team.id)).active_count).toBe(2)
     })
 
     it("editing or deleting a shared project one does not own is a 403", async () => {
-      const patch = await bob.api.patch(`/api/projects/${team.id}`, { name: "Bob's now" })
+      const patch = await bob.raw.patch(`/api/projects/${team.id}`, { name: "Bob's now" })
       expect(patch.status).toBe(403)
       expect(patch.body).toMatchObject({ code: "FORBIDDEN", details: {} })
-      const del = await bob.api.delete(`/api/projects/${team.id}`)
+      const del = await bob.raw.delete(`/api/projects/${team.id}`)
       expect(del.status).toBe(403)
-      expect(del.body.code).toBe("FORBIDDEN")
-      const reorder = await bob.api.patch("/api/projects/reorder", { project_ids: [bobInbox.id, team.id] })
+      expect(errorOf(del).code).toBe("FORBIDDEN")
+      const reorder = await bob.raw.patch("/api/projects/reorder", { project_ids: [bobInbox.id, team.id] })
       expect(reorder.status).toBe(403)
-      const read = (await alice.api.get(`/api/projects/${team.id}`)).body.data
+      const read = await readProject(alice, team.id)
       expect(read).toMatchObject({ name: "Household", shared: true, sort_order: team.sort_order })
-      expect((await bob.api.get(`/api/projects/${bobInbox.id}`)).body.data.sort_order).toBe(bobInbox.sort_order)
+      expect((await readProject(bob, bobInbox.id)).sort_order).toBe(bobInbox.sort_order)
     })
 
     it("another user's private project is a 404 everywhere, and its tasks too", async () => {
-      const get = await bob.api.get(`/api/projects/${secret.id}`)
+      const get = await bob.raw.get(`/api/projects/${secret.id}`)
       expect(get.status).toBe(404)
       expect(get.body).toMatchObject({ code: "NOT_FOUND", details: {} })
-      expect((await bob.api.patch(`/api/projects/${secret.id}`, { name: "Mine" })).status).toBe(404)
-      expect((await bob.api.delete(`/api/projects/${secret.id}`)).status).toBe(404)
-      expect((await bob.api.patch("/api/projects/reorder", { project_ids: [secret.id] })).status).toBe(404)
-      expect((await bob.api.get(`/api/tasks/${secretTask.id}`)).status).toBe(404)
-      const after = (await alice.api.get(`/api/projects/${secret.id}`)).body.data
+      expect((await bob.raw.patch(`/api/projects/${secret.id}`, { name: "Mine" })).status).toBe(404)
+      expect((await bob.raw.delete(`/api/projects/${secret.id}`)).status).toBe(404)
+      expect((await bob.raw.patch("/api/projects/reorder", { project_ids: [secret.id] })).status).toBe(404)
+      expect((await bob.raw.get(`/api/tasks/${secretTask.id}`)).status).toBe(404)
+      const after = await readProject(alice, secret.id)
       expect(after).toMatchObject({ name: "Surprise party", shared: false, sort_order: secret.sort_order, active_count: 1 })
     })
 
@@ -333,9 +340,9 @@ describe("projects", () => {
       const bobsPrivate = await createProject(bob, { name: "Bob's den" })
       const bobsShared = await createProject(bob, { name: "Bob's open shed", shared: true })
       const task = await createTask(alice, { title: "Oil the hinges", project_id: team.id })
-      const entries = (await bob.api.get("/api/undo/status")).body.data
+      const entries = (await bob.client.undo.status()).data
 
-      const res = await bob.api.patch(`/api/tasks/${task.id}`, { project_id: bobsPrivate.id, priority: 3 })
+      const res = await bob.raw.patch(`/api/tasks/${task.id}`, { project_id: bobsPrivate.id, priority: 3 })
       expect(res.status, res.text).toBe(400)
       expect(res.body).toEqual({
         error: "The task's owner cannot see this project: only their own projects and shared ones can hold their tasks",
@@ -344,32 +351,31 @@ describe("projects", () => {
           project_id: "The task's owner cannot see this project: only their own projects and shared ones can hold their tasks"
         }
       })
-      expect((await alice.api.get(`/api/tasks/${task.id}`)).body.data).toMatchObject({ project_id: team.id, priority: 0 })
-      expect((await bob.api.get("/api/undo/status")).body.data).toEqual(entries)
+      expect(await readTask(alice, task.id)).toMatchObject({ project_id: team.id, priority: 0 })
+      expect((await bob.client.undo.status()).data).toEqual(entries)
       // Bob's Inbox is just as private; Alice's private project stays unknown to Bob (as before).
-      expect((await bob.api.patch(`/api/tasks/${task.id}`, { project_id: bobInbox.id })).body.details).toEqual({
+      expect(errorOf(await bob.raw.patch(`/api/tasks/${task.id}`, { project_id: bobInbox.id })).details).toEqual({
         project_id: "The task's owner cannot see this project: only their own projects and shared ones can hold their tasks"
       })
-      expect((await bob.api.patch(`/api/tasks/${task.id}`, { project_id: secret.id })).body).toMatchObject({
+      expect((await bob.raw.patch(`/api/tasks/${task.id}`, { project_id: secret.id })).body).toMatchObject({
         code: "VALIDATION_ERROR",
         details: { project_id: "Project not found" }
       })
-      expect((await alice.api.get(`/api/tasks/${task.id}`)).body.data.project_id).toBe(team.id)
+      expect((await readTask(alice, task.id)).project_id).toBe(team.id)
 
       // A shared project both can see is fine, and so are the owners' own moves.
-      const moved = await bob.api.patch(`/api/tasks/${task.id}`, { project_id: bobsShared.id })
-      expect(moved.status, moved.text).toBe(200)
-      expect((await alice.api.get(`/api/tasks/${task.id}`)).body.data.project_id).toBe(bobsShared.id)
-      expect((await alice.api.patch(`/api/tasks/${task.id}`, { project_id: secret.id })).status).toBe(200)
+      await bob.client.tasks.update({ ...taskPath(task.id), payload: { project_id: ProjectId.make(bobsShared.id) } })
+      expect((await readTask(alice, task.id)).project_id).toBe(bobsShared.id)
+      await alice.client.tasks.update({ ...taskPath(task.id), payload: { project_id: ProjectId.make(secret.id) } })
       const bobs = await createTask(bob, { title: "Bob's own", project_id: team.id })
-      expect((await bob.api.patch(`/api/tasks/${bobs.id}`, { project_id: bobsPrivate.id })).status).toBe(200)
+      await bob.client.tasks.update({ ...taskPath(bobs.id), payload: { project_id: ProjectId.make(bobsPrivate.id) } })
     })
 
     it("unsharing hides the project again", async () => {
       const p = await createProject(alice, { name: "Briefly shared", shared: true })
-      expect((await bob.api.get(`/api/projects/${p.id}`)).status).toBe(200)
-      expect((await alice.api.patch(`/api/projects/${p.id}`, { shared: false })).status).toBe(200)
-      expect((await bob.api.get(`/api/projects/${p.id}`)).status).toBe(404)
+      expect((await bob.raw.get(`/api/projects/${p.id}`)).status).toBe(200)
+      await alice.client.projects.update({ ...projectPath(p.id), payload: { shared: false } })
+      expect((await bob.raw.get(`/api/projects/${p.id}`)).status).toBe(404)
     })
   })
 })

@@ -18,7 +18,7 @@ import { query } from "./support/rows.js"
 import { startService, type TestService } from "./support/service.js"
 
 /**
- * Issue 17: every hot read must pick an index-driven plan on a database nobody has
+ * Every hot read must pick an index-driven plan on a database nobody has
  * analyzed (the embedded default has no autovacuum; a server's may lag). The service's
  * own statements are captured as it runs them and replayed under
  * `EXPLAIN (ANALYZE, FORMAT JSON)`: no sequential scan of `tasks`, and the rows read from

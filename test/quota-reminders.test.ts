@@ -8,7 +8,7 @@ import { createTask } from "./support/tasks.js"
 
 /*
  * GET /api/reminders and the quota prompt actions (spec "Quota reminders" 1-5, §4.4
- * quota-prompts/did; CONTRACT §8 /api/reminders, consider, restore, QuotaPrompt).
+ * quota-prompts/did; RemindersApi.ts for /api/reminders, consider, restore, QuotaPrompt).
  *
  * The clock starts at 23:30 UTC on Wednesday 11 March 2026: in Berlin (CET, UTC+1) it is
  * already 00:30 on Thursday the 12th, so "today" is 2026-03-12 while the UTC date is the 11th.

@@ -303,7 +303,7 @@ describe("the batched sweep writes what the per-task rollover (the mutation pipe
     await user.api.post(`/api/tasks/${weekly.id}/progress`, { delta: 3 })
     for (const id of [met.id, short.id]) await shiftPeriodBack(service, id, 3)
     await shiftPeriodBack(service, weekly.id, 7)
-    return { user, ids: [met.id, short.id, weekly.id] }
+    return { user, ids: [met.id, short.id, weekly.id].map((id) => TaskId.make(id)) }
   }
 
   const recorded = async (userId: number, ids: ReadonlyArray<number>) => ({

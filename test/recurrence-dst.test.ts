@@ -6,7 +6,7 @@ import { startService, type TestService } from "./support/service.js"
 import { createTask } from "./support/tasks.js"
 
 /**
- * Issue 15 items 1–2 through HTTP: a DST gap moves only the occurrence it swallows. A
+ * DST gaps through HTTP: a DST gap moves only the occurrence it swallows. A
  * recurring task created without a due date keeps the rule's wall time although its first
  * occurrence was moved (Lord Howe, Havana), and the reminder sweep does not drop an
  * occurrence the gap moved past "now" (New York).

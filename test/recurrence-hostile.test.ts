@@ -7,7 +7,7 @@ import { startService, type TestService, type TestUser } from "./support/service
 import { createTask } from "./support/tasks.js"
 
 /**
- * Issue 10 item 1: a recurrence rule can neither freeze the process nor slow it. Each
+ * A recurrence rule can neither freeze the process nor slow it. Each
  * hostile rule answers 400 at once through every route that expands rules — create (with
  * and without a due date), PATCH, bulk edit per_task, and done/skip on a rule stored before
  * today's validation — and /api/health answers right after. Before the fix, the HOURLY rule
@@ -29,7 +29,7 @@ const HOSTILE: ReadonlyArray<readonly [rule: string, reason: RegExp]> = [
   ["FREQ=MINUTELY", /^rrule FREQ must be YEARLY, MONTHLY, WEEKLY, DAILY or HOURLY$/]
 ]
 
-describe("hostile recurrence rules (issue 10 item 1)", () => {
+describe("hostile recurrence rules", () => {
   let service: TestService
   let counter = 0
   const newUser = (): Promise<TestUser> => service.user(`hostile${++counter}`, "Europe/Berlin")

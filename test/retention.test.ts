@@ -10,7 +10,7 @@ import { createTask } from "./support/tasks.js"
 import { createWebhook } from "./support/webhooks.js"
 
 /**
- * Issue 17: the logs every write adds to stay bounded. Outbox events go once none of their
+ * The logs every write adds stay bounded, so a long-lived database does not grow without end. Outbox events go once none of their
  * deliveries is left (or they never had one); each user keeps the newest UNDO_DEPTH undo
  * entries; the embedded database checkpoints its write-ahead log.
  */

@@ -8,8 +8,8 @@ import { type Client, makeClient, startService, type TestService, type TestUser 
 import { createTask } from "./support/tasks.js"
 
 /**
- * GET /api/review and POST /api/review/execute (spec §4.4, §8; CONTRACT §8 fixed shape and
- * small fixed points). Sessions live in the database; their expiry is tested by stopping
+ * GET /api/review and POST /api/review/execute (spec §4.4, §8), in the fixed shape TriageApi.ts
+ * declares. Sessions live in the database; their expiry is tested by stopping
  * the service clock (it runs in this process on Date.now plus the SERVICE_NOW offset) and
  * stepping it over the hour exactly.
  *

@@ -22,7 +22,7 @@ const slowHeaders = (baseUrl: string) =>
     setTimeout(() => socket.destroy(), 45_000).unref()
   })
 
-describe("slow clients (CONTRACT §6: headers within 10 s)", () => {
+describe("slow clients (a request's headers must arrive within 10 s)", () => {
   let service: TestService
 
   beforeAll(async () => {

@@ -4,7 +4,7 @@ import { query } from "./support/rows.js"
 import { startService, type TestService } from "./support/service.js"
 
 /*
- * Issue 17 item 5: a user's writes add to their day's statistics on a row per database
+ * A user's writes add to their day's statistics on a row per database
  * connection (migration 0015), so concurrent writers no longer queue on one row lock. What
  * GET /api/stats shows is the sum over a day's rows: one entry per day, whose id is the day's
  * first row and does not change as more rows are added.

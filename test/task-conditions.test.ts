@@ -9,7 +9,7 @@ import { databaseKind } from "./support/database.js"
 import { startService, type TestService } from "./support/service.js"
 
 /*
- * Issue 12 item 2: the task conditions (open, overdue, quota, visible to a user) are written
+ * The task conditions (open, overdue, quota, visible to a user) are written
  * once and hold under any alias: the same tasks match under `t` and under another name, and
  * a condition under another alias names no column of `t`.
  */

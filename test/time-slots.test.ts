@@ -6,7 +6,7 @@ import { startService, type TestService, type TestUser } from "./support/service
 import { createTask, expectServiceTime } from "./support/tasks.js"
 
 /**
- * Time slots over HTTP (spec §2.4, §3 "Time slot edits", §4.4; CONTRACT §8).
+ * Time slots over HTTP (spec §2.4, §3 "Time slot edits", §4.4; TimeSlotsApi.ts).
  *
  * The clock is pinned at 09:00 UTC on Tuesday 10 March 2026: 10:00 in Berlin (CET, UTC+1).
  * Berlin springs forward on Sunday 29 March (CEST, UTC+2), so a reminder on 30 March shows
@@ -37,7 +37,7 @@ const SLOT_FIELDS = ["created_at", "id", "label", "sort_order", "start_time", "u
 
 const refusal = (status: number, code: string) => ({ status, code })
 
-describe("time slots (spec §3 'Time slot edits', §4.4; CONTRACT §8)", () => {
+describe("time slots (spec §3 'Time slot edits', §4.4)", () => {
   let service: TestService
   let counter = 0
   const berliner = (): Promise<TestUser> => service.user(`slots${++counter}`, "Europe/Berlin")

@@ -9,8 +9,8 @@ import { type Client, makeClient, startService, type TestService } from "./suppo
 import { createTask, inboxOf, TASK_FIELDS } from "./support/tasks.js"
 
 /**
- * GET /api/process (spec §4.4, §8; CONTRACT §7 horizon/target/deadline meanings, §8 growth
- * exclusion). The service is restarted on the same database at later SERVICE_NOW instants to
+ * GET /api/process (spec §4.4, §8), with the horizon/target/deadline meanings of
+ * domain/TaskRules.ts and the growth exclusion of the process queue. The service is restarted on the same database at later SERVICE_NOW instants to
  * walk the tasks across the growth thresholds; each restart sits an hour before or after a
  * whole number of days, so the clock running on in real time never changes a day count.
  *

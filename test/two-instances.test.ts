@@ -12,7 +12,7 @@ import { createTask } from "./support/tasks.js"
 import { createWebhook, settled } from "./support/webhooks.js"
 
 /*
- * Issue 13 item 8: two full service layers on one PostgreSQL database, each serving the API
+ * Two full service layers on one PostgreSQL database, each serving the API
  * on its own port and running its own fibers (rollover, webhook dispatcher, enrichment), as
  * two processes behind a load balancer would. Nothing lives in one instance's memory: a
  * quota period is recorded once however many instances sweep, an event is delivered once,

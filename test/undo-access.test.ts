@@ -7,7 +7,7 @@ import { createTask, inboxOf } from "./support/tasks.js"
 import { createWebhook, settled } from "./support/webhooks.js"
 
 /**
- * Undo and redo judge access now, not when the action was recorded (issue 10 item 3): a
+ * Undo and redo judge access now, not when the action was recorded: a
  * step on a row the actor can no longer see, or one that would put a task in a project its
  * owner cannot see, is a 409 and nothing changes — no write, the entry stays where it was,
  * no webhook.

@@ -18,12 +18,12 @@ import { createTask, ISO_MS_Z } from "./support/tasks.js"
 import { createWebhook, deliveryLog, deliveryRows, settled } from "./support/webhooks.js"
 
 /*
- * How deliveries go out (spec §6 delivery behaviour, CONTRACT §2 and §9): headers and
+ * How deliveries go out (spec §6 delivery behaviour; WebhookSender.ts, WebhookDispatcher.ts): headers and
  * signatures checked by a real receiver on 127.0.0.1, the retry schedule, timeouts,
  * connection errors and the private-address rule.
  */
 
-describe("webhook delivery (spec §6, CONTRACT §9)", () => {
+describe("webhook delivery (spec §6)", () => {
   let service: TestService
   const receivers: Array<Receiver> = []
   let counter = 0
@@ -65,7 +65,7 @@ describe("webhook delivery (spec §6, CONTRACT §9)", () => {
     // A receiver holding another secret would reject it.
     expect(header(request!, "x-service-signature")).not.toBe(expectedServiceSignature("0".repeat(64), request!.raw))
 
-    // CONTRACT §9: the delivery id is the one stored in the outbox; webhook-id is the same.
+    // The delivery id is the one stored in the outbox, so a receiver can deduplicate retries; webhook-id is the same.
     const [row] = await deliveryRows(service, hook.id)
     expect(header(request!, "x-service-delivery")).toBe(row!.delivery_id)
     expect(header(request!, "webhook-id")).toBe(row!.delivery_id)
@@ -281,7 +281,7 @@ describe("webhook delivery (spec §6, CONTRACT §9)", () => {
   })
 })
 
-describe("private addresses (CONTRACT §2 SERVICE_WEBHOOK_ALLOW_PRIVATE)", () => {
+describe("private addresses (SERVICE_WEBHOOK_ALLOW_PRIVATE)", () => {
   let db: TestDatabase
   let service: TestService | undefined
   let user: TestUser

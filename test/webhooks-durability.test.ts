@@ -9,7 +9,7 @@ import { createTask } from "./support/tasks.js"
 import { createWebhook, type DeliveryRow, deliveryLog, deliveryRows, settled } from "./support/webhooks.js"
 
 /*
- * The outbox (CONTRACT §9): deliveries are written with the change, survive a stop
+ * The outbox, so a delivery is never lost between a commit and the send: deliveries are written with the change, survive a stop
  * between commit and delivery, are taken over after a crashed instance's lease runs out,
  * go out exactly once with two dispatchers on one PostgreSQL, stop when their webhook is
  * deactivated or deleted, and their log is purged after 7 days (spec §6).

@@ -15,7 +15,7 @@ import {
 } from "./support/webhooks.js"
 
 /*
- * Webhook registrations (spec §2.6, §4.8, CONTRACT §8) and the events they carry
+ * Webhook registrations (spec §2.6, §4.8; WebhooksApi.ts) and the events they carry
  * (spec §6), against a real receiver on 127.0.0.1.
  */
 

@@ -6,7 +6,7 @@ import { startService, type TestService, type TestUser } from "./support/service
 import { createTask } from "./support/tasks.js"
 
 /*
- * Issue 15 item 5: a task's calendar (zone and week_start) is its owner's, whoever acts on
+ * A task's calendar (zone and week_start) is its owner's, whoever acts on
  * it. Alice owns the tasks and lives in Auckland (NZDT, UTC+13, weeks from Monday); Bob acts
  * on them from London (GMT, UTC+0, weeks from Sunday): 13 hours apart.
  *

@@ -6,7 +6,7 @@ import { startService, type TestService, type TestUser } from "./support/service
 import { createTask } from "./support/tasks.js"
 
 /**
- * Issue 17 item 4: tasks render by concatenating their columns (`steady_task_wire_of`, stored
+ * Tasks render by concatenating their columns (`steady_task_wire_of`, stored
  * as `tasks.wire_text` since migration 0022) instead of row_to_json over a declared row type. The old
  * rendering is recreated here from migrations 0002 and 0008 under another name, and every
  * task, list page and single read must come out as the same bytes.

@@ -18,7 +18,7 @@ import { startService, type TestService, type TestUser } from "./support/service
 import { createTask, TASK_FIELDS } from "./support/tasks.js"
 
 /*
- * Issue 12 item 3: the task wire object is rendered by PostgreSQL (`steady_task_wire_text`,
+ * The task wire object is rendered by PostgreSQL (`steady_task_wire_text`,
  * migration 0014) and declared by the `Task` schema the OpenAPI document is built from.
  * This holds the two together: varied tasks (quota, recurring, snoozed, in a shared project,
  * trashed) are read back through every path that renders them and decoded with `Task`,
@@ -96,7 +96,7 @@ describe("what the database renders is what the Task schema declares", () => {
 })
 
 /*
- * Issue 12 item 1: the rows the mutation pipeline locks and writes are typed by the row
+ * The rows the mutation pipeline locks and writes are typed by the row
  * schemas of `pipeline/Rows.ts`, and decoded by `decodeRow` (column kinds, no schema work per
  * row). This holds the decoder, the table specs and the schemas together over real rows.
  */

@@ -5,7 +5,7 @@ import { planEnrichment, shouldEnrich, userChanged, wallTimeIn } from "../../src
 import { instantOf } from "../../src/kernel/LocalTime.js"
 import { ProjectId } from "../../src/kernel/Ids.js"
 
-/* Issue 11: the rules the AI helpers enforce in code, whatever the model answers. */
+/* The rules the AI helpers enforce in code, whatever the model answers. */
 
 const context = { zone: "Europe/Berlin", projects: [{ id: 7, name: "Home" }, { id: 8, name: "Work Stuff" }] }
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { runOccurrenceOracle } from "../oracle/occurrences.js"
 
 /*
- * The occurrence half of the issue 15 oracle at CI size: nextOccurrence and firstOccurrence
+ * The occurrence half of the Temporal oracle at CI size: nextOccurrence and firstOccurrence
  * against Temporal over the odd zones (Lord Howe, Chatham, St. John's, Havana, Santiago,
  * Amman, Tehran, Apia, Fakaofo, Kiritimati, Troll, Dublin, New York, Berlin, …), 1995-2040,
  * biased to offset changes, with anchors inside gaps and repeated hours. `npm run

@@ -109,7 +109,7 @@ describe("nextOccurrence", () => {
   }, { fastCheck: { numRuns: 40 } })
 })
 
-describe("issue 15: the three divergences from the Temporal oracle", () => {
+describe("the three divergences from the Temporal oracle", () => {
   it("nextOccurrence returns an occurrence a DST gap moved past `after` (02:30 → 03:30 EDT)", () => {
     // after = 03:10 EDT on 8 March 2026; that day's 02:30 does not exist and moves to 03:30.
     const next = nextOccurrence(

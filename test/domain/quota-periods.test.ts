@@ -474,7 +474,7 @@ describe("23- and 25-hour days", () => {
   })
 })
 
-describe("St. John's repeated hour and Apia's skipped day (issue 15 item 4)", () => {
+describe("St. John's repeated hour and Apia's skipped day", () => {
   const stJohns = (weekStart: WeekStartDay = "sunday"): PeriodSettings => ({ zone: "America/St_Johns", weekStart })
   // 2 Nov 2008, 00:01 NDT → 23:01 NST on the 1st: this instant shows Nov 1 23:19 for the
   // second time, after Nov 2 began at 02:30Z.

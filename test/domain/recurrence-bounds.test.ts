@@ -7,7 +7,7 @@ import { parseRule } from "../../src/recurrence/Recurrence.js"
 const { RRule } = rrulePkg
 
 /*
- * Issue 10 item 1: no recurrence computation runs unbounded. Random rules (every FREQ,
+ * No recurrence computation runs unbounded. Random rules (every FREQ,
  * INTERVAL up to 1000, BY-part combinations, COUNT up to 10^9, UNTIL up to 9999, series
  * starts back to 1900) must each be validated and expanded — first, next, advance — within
  * 50 ms, answering a value or a refusal. And where `rrule` is safe to run, the expander

@@ -3,8 +3,7 @@ import { FastCheck as fc } from "effect"
 import { isValidClock, movesForDelete, movesForEdit, nearestSlot, type ReminderTime, type SlotTime, slotOf } from "../../src/slots/SlotMoves.js"
 
 /**
- * Which reminders a time-slot edit or deletion moves (spec §3 "Time slot edits",
- * CONTRACT §8), checked against small independent oracles written in minutes.
+ * Which reminders a time-slot edit or deletion moves (spec §3 "Time slot edits"), checked against small independent oracles written in minutes.
  */
 
 const clock = (minutes: number) => `${String(Math.floor(minutes / 60)).padStart(2, "0")}:${String(minutes % 60).padStart(2, "0")}`

@@ -583,7 +583,7 @@ describe("patchTaskRow", () => {
       }))
       expect(out).toEqual({
         deadline_at: "2026-11-24T17:00:00.000Z",
-        // No explicit target: the new deadline brings an automatic one (CONTRACT §7).
+        // No explicit target: the new deadline brings an automatic one (as on create).
         target_at: "2026-11-24T17:00:00.000Z",
         target_auto: true,
         due_at: "2026-11-24T17:00:00.000Z",

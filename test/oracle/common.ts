@@ -1,4 +1,4 @@
-/** What both halves of the issue 15 oracle share: the report, the span of years, seeded randomness. */
+/** What both halves of the Temporal oracle share: the report, the span of years, seeded randomness. */
 
 export interface OracleReport {
   readonly cases: number
@@ -13,7 +13,7 @@ export const FROM = Date.UTC(1995, 0, 1)
 export const TO = Date.UTC(2040, 11, 31)
 export const MAX_EXAMPLES = 20
 
-/** The zones issue 15 names (odd offsets, midnight gaps, double midnights, skipped dates). */
+/** Zones whose rules are hard on calendar code: odd offsets, midnight gaps, double midnights, skipped dates. */
 export const DST_EDGE_ZONES = [
   "Australia/Lord_Howe",
   "Pacific/Chatham",

@@ -4,7 +4,7 @@ import { firstOccurrence, nextOccurrence } from "../../src/recurrence/Occurrence
 import { DAY, DST_EDGE_ZONES, FROM, HOUR, MAX_EXAMPLES, type OracleReport, type Random, seededRandom, TO } from "./common.js"
 
 /*
- * The occurrence half of the issue 15 oracle: nextOccurrence and firstOccurrence against
+ * The occurrence half of the Temporal oracle: nextOccurrence and firstOccurrence against
  * expectations computed with Temporal (`@js-temporal/polyfill`), which shares no code with
  * src/recurrence (ZoneOffsets, RuleCalendar, RuleExpansion).
  *

@@ -13,7 +13,7 @@ import {
 import { DAY, DST_EDGE_ZONES, FROM, HOUR, MAX_EXAMPLES, type OracleReport, type Random, seededRandom, TO } from "./common.js"
 
 /*
- * The period half of the issue 15 oracle: nextBoundary, nearestBoundary, periodContaining and
+ * The period half of the Temporal oracle: nextBoundary, nearestBoundary, periodContaining and
  * endedPeriods against expectations computed with Temporal (`@js-temporal/polyfill`), which
  * shares no code with src/kernel/LocalTime.ts or QuotaPeriods.ts.
  *

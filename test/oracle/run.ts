@@ -3,7 +3,7 @@ import type { OracleReport } from "./common.js"
 import { runPeriodOracle } from "./periods.js"
 
 /*
- * `npm run test:oracle`: the issue 15 oracle at full size. ORACLE_CASES (default 1,000,000)
+ * `npm run test:oracle`: the recurrence and period oracle at full size. ORACLE_CASES (default 1,000,000)
  * cases are split between the occurrence half (test/oracle/occurrences.ts) and the period
  * half; ORACLE_SEED picks the run (default 1); ORACLE_ONLY=periods or =occurrences runs one
  * half with all the cases. Ends with `N cases, M divergences`; exits 1 on any divergence.

@@ -118,7 +118,7 @@ const header = (r: Received, name: string): string => {
 export const expectedServiceSignature = (secret: string, raw: Buffer) =>
   `sha256=${Crypto.createHmac("sha256", Buffer.from(secret, "utf8")).update(raw).digest("hex")}`
 
-/** Standard Webhooks: `v1,<base64 HMAC of id.timestamp.body>` (CONTRACT §9). */
+/** Standard Webhooks: `v1,<base64 HMAC of id.timestamp.body>` (the Standard Webhooks signature scheme). */
 export const expectedStandardSignature = (secret: string, id: string, timestamp: string, raw: Buffer) =>
   `v1,${
     Crypto.createHmac("sha256", Buffer.from(secret, "utf8"))

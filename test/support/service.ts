@@ -1,10 +1,17 @@
 import { HttpServer } from "@effect/platform"
-import { Duration, Effect, Layer, Logger, LogLevel, ManagedRuntime, Option, Redacted } from "effect"
+import { Chunk, Duration, Effect, Layer, Logger, LogLevel, ManagedRuntime, Option, Redacted, TestClock, TestContext, TestServices } from "effect"
 import { makeServiceLayer } from "../../src/Program.js"
 import { AppConfig, type AppConfigShape } from "../../src/kernel/AppConfig.js"
 import { Credentials } from "../../src/accounts/Credentials.js"
 import { Users } from "../../src/accounts/Users.js"
+import { type ApiClient, makeApiClient, makeRawClient, type RawClient } from "./api-client.js"
 import { freshDatabase, type TestDatabase } from "./database.js"
+
+/*
+ * `Client` (`user.api`) is the older fetch helper whose bodies are typed `any`; new and
+ * converted tests use `user.client` (typed from the API definition) for happy paths and
+ * `user.raw` (bodies typed `unknown`) for error answers and bytes (see api-client.ts).
+ */
 
 export interface Response<T = any> {
   readonly status: number
@@ -26,6 +33,10 @@ export interface TestUser {
   readonly username: string
   readonly token: string
   readonly api: Client
+  /** The typed client, authenticated as this user. */
+  readonly client: ApiClient
+  /** fetch with `unknown` bodies, authenticated as this user. */
+  readonly raw: RawClient
 }
 
 export interface TestService {
@@ -35,6 +46,8 @@ export interface TestService {
   /** A client without credentials. */
   readonly anonymous: Client
   readonly client: (headers: Record<string, string>) => Client
+  /** fetch with `unknown` bodies and these headers (none: anonymous). */
+  readonly raw: (headers?: Record<string, string>) => RawClient
   /** Creates (or finds) a user the way the CLI does, with a fresh token. */
   readonly user: (username: string, timezone?: string) => Promise<TestUser>
   readonly run: <A, E>(effect: Effect.Effect<A, E, any>) => Promise<A>
@@ -67,6 +80,48 @@ export const makeClient = (baseUrl: string, baseHeaders: Record<string, string> 
   }
 }
 
+/** The service clock of a service started with `startServiceOnTestClock`. */
+export interface ServiceTestClock {
+  /** Moves the clock forward, running every sleep of the service due on the way. */
+  readonly adjust: (duration: Duration.DurationInput) => Promise<void>
+  /** Moves the clock to exactly `at` (forward). */
+  readonly setTime: (at: Date) => Promise<void>
+  readonly now: () => Promise<Date>
+}
+
+export interface ClockedTestService extends TestService {
+  readonly clock: ServiceTestClock
+}
+
+/**
+ * `startService` with Effect's `TestClock` as the service clock, standing at `at` from the
+ * first instant (so start-up work and every timestamp read it) and moving only when the
+ * test moves it. Every sleep in the service waits for the clock too: the scheduler's
+ * periodic work runs when a move passes its time, never on its own. Timeouts around a
+ * request or statement race work that finishes first, so requests are unaffected.
+ */
+export const startServiceOnTestClock = async (
+  at: Date,
+  overrides: Partial<AppConfigShape> = {},
+  database?: TestDatabase
+): Promise<ClockedTestService> => {
+  const testClock = TestClock.live(TestClock.makeData(at.getTime(), Chunk.empty())).pipe(
+    Layer.provide(Layer.merge(TestServices.annotationsLayer(), Layer.provide(TestServices.liveLayer(), TestContext.LiveContext))),
+    Layer.discard
+  )
+  // TestClock logs a warning when a sleep waits 5 s without the clock moving; here the
+  // scheduler's fibers always do, by design.
+  const service = await startService({ ...overrides, serviceNow: Option.none() }, database, testClock, LogLevel.Error)
+  return {
+    ...service,
+    clock: {
+      adjust: (duration) => service.run(TestClock.adjust(duration)),
+      setTime: (time) => service.run(TestClock.setTime(time.getTime())),
+      now: () => service.run(Effect.map(TestClock.currentTimeMillis, (ms) => new Date(ms)))
+    }
+  }
+}
+
 /**
  * Starts the real service layer on a free port against a fresh database (PostgreSQL when
  * `TEST_DATABASE_URL`/`DATABASE_URL` is set, else embedded) and talks HTTP to it.
@@ -75,7 +130,8 @@ export const startService = async (
   overrides: Partial<AppConfigShape> = {},
   database?: TestDatabase,
   /** Built before the service, e.g. a statement observer (support/statements.ts). */
-  extra: Layer.Layer<never> = Layer.empty
+  extra: Layer.Layer<never> = Layer.empty,
+  logLevel: LogLevel.LogLevel = LogLevel.Warning
 ): Promise<TestService> => {
   const db = database ?? await freshDatabase()
   const config = AppConfig.layerWith({
@@ -98,7 +154,7 @@ export const startService = async (
   const runtime = ManagedRuntime.make(
     makeServiceLayer(config).pipe(
       Layer.orDie,
-      Layer.provide(Layer.merge(Logger.minimumLogLevel(LogLevel.Warning), extra))
+      Layer.provide(Layer.merge(Logger.minimumLogLevel(logLevel), extra))
     )
   )
   const address = await runtime.runPromise(Effect.map(HttpServer.HttpServer, (server) => server.address))
@@ -113,7 +169,12 @@ export const startService = async (
       const token = yield* credentials.createToken(u.id, "test")
       return { id: u.id as number, username: u.username, token: token.token }
     }))
-    return { ...created, api: makeClient(baseUrl, { authorization: `Bearer ${created.token}` }) }
+    return {
+      ...created,
+      api: makeClient(baseUrl, { authorization: `Bearer ${created.token}` }),
+      client: makeApiClient(baseUrl, created.token),
+      raw: makeRawClient(baseUrl, { authorization: `Bearer ${created.token}` })
+    }
   }
   return {
     baseUrl,
@@ -121,6 +182,7 @@ export const startService = async (
     runtime,
     anonymous: makeClient(baseUrl),
     client: (headers) => makeClient(baseUrl, headers),
+    raw: (headers = {}) => makeRawClient(baseUrl, headers),
     user,
     run,
     stop: async () => {

@@ -1,4 +1,5 @@
 import { HttpServerRequest } from "@effect/platform"
+import * as SqlClient from "@effect/sql/SqlClient"
 import * as Statement from "@effect/sql/Statement"
 import { Context, Effect, FiberRef, FiberRefs, type Layer, Option } from "effect"
 
@@ -13,6 +14,11 @@ export interface LoggedStatement {
   /** The HTTP method of that request. */
   readonly method: string | undefined
   readonly sql: string
+  /**
+   * The transaction (or savepoint) it ran in, as `SqlClient.TransactionConnection` names it:
+   * one object per transaction, compared by identity; undefined outside a transaction.
+   */
+  readonly transaction: object | undefined
 }
 
 /**
@@ -27,7 +33,9 @@ export const statementLog = (): { readonly layer: Layer.Layer<never>; readonly e
       const context = FiberRefs.getOrDefault(refs, FiberRef.currentContext)
       const request = Context.getOption(context, HttpServerRequest.HttpServerRequest)
       const tag = Option.isSome(request) ? request.value.headers[STATEMENT_TAG_HEADER] : undefined
+      const transaction = Context.getOption(context, SqlClient.TransactionConnection)
       entries.push({
+        transaction: Option.isSome(transaction) ? transaction.value : undefined,
         tag,
         inRequest: Option.isSome(request),
         method: Option.isSome(request) ? request.value.method : undefined,

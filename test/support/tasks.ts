@@ -1,8 +1,9 @@
 import { expect } from "vitest"
-import { Task } from "../../src/tasks/Task.js"
+import { Task, type TaskCreate, type TaskListQuery } from "../../src/tasks/Task.js"
+import { type ApiClient, DataOf, decode } from "./api-client.js"
 import type { Client } from "./service.js"
 
-/** Wire timestamps: ISO 8601 in UTC with milliseconds and `Z` (CONTRACT §5). */
+/** Wire timestamps: ISO 8601 in UTC with milliseconds and `Z`, as the `Timestamp` schema documents. */
 export const ISO_MS_Z = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 
 /**
@@ -19,11 +20,25 @@ export const expectServiceTime = (value: unknown, start: Date, withinMs = 10 * 6
   expect(at).toBeLessThan(start.getTime() + withinMs)
 }
 
-/** Creates a task and returns its wire object; fails the test on anything but 201. */
-export const createTask = async (api: Client, body: Record<string, unknown>): Promise<Record<string, any>> => {
+/**
+ * Creates a task from a raw JSON body (timestamps as the client writes them) and returns its
+ * wire object, read with the `Task` schema; fails the test on anything but 201.
+ */
+export const createTask = async (api: Client, body: Record<string, unknown>): Promise<Task> => {
   const res = await api.post("/api/tasks", body)
   if (res.status !== 201) throw new Error(`POST /api/tasks ${JSON.stringify(body)} -> ${res.status} ${res.text}`)
-  return res.body.data
+  return decode(DataOf(Task), res.body).data
+}
+
+/** Creates a task through the typed client (201 or the test fails) and returns it. */
+export const newTask = async (client: ApiClient, payload: TaskCreate): Promise<Task> =>
+  (await client.tasks.create({ payload })).data
+
+/** Ids of a GET /api/tasks page through the typed client, in order. */
+export const taskIds = async (client: ApiClient, urlParams: TaskListQuery = {}): Promise<Array<number>> => {
+  const { data } = await client.tasks.list({ urlParams })
+  expect(data.count).toBe(data.tasks.length)
+  return data.tasks.map((t) => t.id)
 }
 
 /** The caller's Inbox project id. */
