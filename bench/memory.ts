@@ -6,7 +6,18 @@ import { drive, makeScenarios, probe, type Scenario } from "./load.js"
 import { freePort, onCleanup, readCpuMs, readMemoryMiB, type Server, sleep, startServer } from "./processes.js"
 import { type Database, formatTable, type Section } from "./report.js"
 import { type Seeded, seed } from "./seed.js"
-import { childEnv, config, copyOf, type FreshDatabase, log, prepare, type Prepared, ROOT } from "./setup.js"
+import {
+  childEnv,
+  config,
+  copyOf,
+  type FreshDatabase,
+  log,
+  prepare,
+  type Prepared,
+  ROOT,
+  serviceNodeFlags,
+  serviceStartEnv
+} from "./setup.js"
 import { mean } from "./stats.js"
 
 /**
@@ -34,9 +45,10 @@ import { mean } from "./stats.js"
  * Variants (BENCH_MEMORY_VARIANTS, ";"-separated; default one, the service as `npm start`
  * runs it): each a list of words, `name:` first to label it,
  *   --flag       Node/V8 flags; given any, they replace `npm start`'s (see below)
- *   NAME=value   environment of the service (MALLOC_ARENA_MAX=2, …)
- *   dist=PATH    another build (an earlier commit's dist/); without flags it runs with the
- *                flags of the package.json beside that dist/, as `npm start` there would
+ *   NAME=value   environment of the service (MALLOC_ARENA_MAX=2, …); `NAME=` unsets it
+ *   dist=PATH    another build (an earlier commit's dist/); it runs with the environment and
+ *                (unless flags are given) the flags of the start script of the package.json
+ *                beside that dist/, as `npm start` there would
  * e.g. BENCH_MEMORY_VARIANTS="semi64: --max-semi-space-size=64; semi16: --max-semi-space-size=16".
  * With two or more, each runs BENCH_ROUNDS times in interleaved order (each run a fresh
  * process on its own copy of the seeded database), and each run also drives the four
@@ -89,21 +101,6 @@ interface Variant {
   readonly env: Readonly<Record<string, string>>
 }
 
-/** The flags `npm start` gives node in the package.json at `root` (see setup.ts's serviceNodeFlags). */
-const startFlags = (root: string): ReadonlyArray<string> => {
-  const start: string = JSON.parse(Fs.readFileSync(Path.join(root, "package.json"), "utf8")).scripts.start
-  const command = /\bnode\s+(.*?)\s*(?:dist\/src\/main\.js|scripts\/start\.mjs)/.exec(start)
-  if (command === null) throw new Error(`${root}/package.json's start script runs neither scripts/start.mjs nor dist/src/main.js`)
-  return command[1]!.split(/\s+/).filter((flag) => flag !== "")
-}
-
-/** Environment assignments in front of `node` in the start script (`NAME=value exec node …`). */
-const startEnv = (root: string): Record<string, string> => {
-  const start: string = JSON.parse(Fs.readFileSync(Path.join(root, "package.json"), "utf8")).scripts.start
-  const head = start.slice(0, start.search(/\bnode\s/))
-  return Object.fromEntries([...head.matchAll(/\b([A-Z_][A-Z0-9_]*)=(\S+)/g)].map((m) => [m[1]!, m[2]!]))
-}
-
 export const parseVariants = (spec: string | undefined): ReadonlyArray<Variant> => {
   const entries = (spec ?? "").split(";").map((s) => s.trim()).filter((s) => s !== "")
   if (entries.length === 0) entries.push("npm start:")
@@ -121,8 +118,8 @@ export const parseVariants = (spec: string | undefined): ReadonlyArray<Variant> 
     }
     if (!Fs.existsSync(Path.join(dist, "src", "main.js"))) throw new Error(`BENCH_MEMORY_VARIANTS: no ${dist}/src/main.js`)
     const root = Path.dirname(dist)
-    const flags = args.length > 0 ? args : startFlags(root)
-    const allEnv = { ...startEnv(root), ...env }
+    const flags = args.length > 0 ? args : serviceNodeFlags(root)
+    const allEnv = { ...serviceStartEnv(root), ...env }
     const label = named?.[1]!.trim() ??
       [dist === Path.join(ROOT, "dist") ? "" : `dist=${dist}`, ...Object.entries(allEnv).map(([k, v]) => `${k}=${v}`), ...flags]
         .filter((w) => w !== "").join(" ")
@@ -394,6 +391,10 @@ interface Started {
   readonly stop: () => Promise<void>
 }
 
+/** `NAME=` in a variant unsets NAME (one the start script sets, say). */
+const withoutEmpty = (env: NodeJS.ProcessEnv): NodeJS.ProcessEnv =>
+  Object.fromEntries(Object.entries(env).filter(([, value]) => value !== ""))
+
 const start = async (variant: Variant, prepared: FreshDatabase, tag: string): Promise<Started> => {
   const copy = await copyOf(prepared)
   const probeFile = WITH_PROBE ? Path.join(Os.tmpdir(), `steady-bench-memprobe-${process.pid}-${tag}.jsonl`) : undefined
@@ -410,14 +411,14 @@ const start = async (variant: Variant, prepared: FreshDatabase, tag: string): Pr
       ...(process.env.BENCH_SERVICE_NODE_ARGS?.split(" ").filter((a) => a !== "") ?? []),
       Path.join(variant.dist, "src/main.js")
     ],
-    env: childEnv({
+    env: withoutEmpty(childEnv({
       ...copy.env,
       ...variant.env,
       ...(probeFile === undefined ? {} : { BENCH_MEMPROBE_FILE: probeFile }),
       PORT: String(port),
       HOST: "127.0.0.1",
       LOG_LEVEL: "warn"
-    }),
+    })),
     port,
     healthPath: "/api/health",
     startTimeoutMs: 90_000

@@ -38,12 +38,17 @@
  *                ≤ 350, settled ≤ 250 MiB; slope ≤ 0.5 MiB/min. BENCH_MEMORY_VARIANTS compares
  *                node flags, environments or builds in interleaved rounds, with each endpoint's
  *                req/s (bench/memory.ts). Alone: BENCH_SCENARIOS=memory npm run bench.
+ *   peer         Steady (each database of BENCH_DATABASES) beside OpenTask, the app it replaces, run
+ *                as a black box from OPENTASK_DIR (built by bench/peer-build.sh): the same data
+ *                written through each API, nine rows in interleaved rounds, req/s, p50/p99 and
+ *                Steady/OpenTask ratios, wire bytes (bench/peer.ts). Runs once, not per
+ *                database; says so and how to build it when OpenTask is absent.
  *
  * Everything stays on 127.0.0.1; child servers, receivers, the created databases and the
  * temporary data directories are removed however the run ends.
  *
  * Environment (all optional):
- *   BENCH_SCENARIOS    "endpoints,webhooks,export,quota-sweep,ai,idempotency,rollover,sse,scale,memory",
+ *   BENCH_SCENARIOS    "endpoints,webhooks,export,quota-sweep,ai,idempotency,rollover,sse,scale,memory,peer",
  *                      or some of them (all)
  *   BENCH_DATABASES    "postgres,embedded", or one of them
  *   BENCH_DURATION     seconds per measured autocannon run   (10)
@@ -60,6 +65,8 @@
  *   BENCH_KEEP_DATABASE 1 to keep the PostgreSQL database afterwards (to look at its plans)
  *   BENCH_MEMORY_VARIANTS, BENCH_MEMORY_SECONDS, BENCH_MEMORY_SETTLE, BENCH_MEMORY_ENDPOINTS,
  *   BENCH_SOAK_SECONDS, BENCH_SOAK_VARIANTS, BENCH_MEMPROBE   see bench/memory.ts
+ *   OPENTASK_DIR       peer: the built OpenTask checkout (../peer/opentask); BENCH_PEER_OTHERS,
+ *                      BENCH_PEER_OTHER_TASKS, BENCH_PEER_SEED_CONCURRENCY   see bench/peer.ts
  *   BENCH_BEFORE_DIST  the dist/ of an earlier build: endpoints on the embedded database compares
  *                      it with this one in A/B rounds, every scenario, on copies of one data directory
  */
@@ -69,6 +76,7 @@ import { exportScenario } from "./export.js"
 import { idempotencyScenario } from "./idempotency.js"
 import { makeScenarios, probe, type Scenario } from "./load.js"
 import { memoryScenario, memorySeconds } from "./memory.js"
+import { peerBudgetSeconds, peerScenario } from "./peer.js"
 import { cleanupAll, runCommand, type Server } from "./processes.js"
 import { quotaSweep } from "./quota-sweep.js"
 import { rolloverScenario } from "./rollover.js"
@@ -205,9 +213,12 @@ const groupSeconds = (group: ScenarioGroup, database: string) => {
       return (database === "postgres" ? 600 : 400) + 3 * 2 * (8 * 7 + 100)
     case "memory":
       return memorySeconds() + 180
+    case "peer":
+      // Runs once, whatever the databases.
+      return database === config.databases[0] ? peerBudgetSeconds() : 0
   }
 }
-const GROUPS: ReadonlyArray<ScenarioGroup> = ["endpoints", "webhooks", "export", "quota-sweep", "ai", "idempotency", "rollover", "sse", "scale", "memory"]
+const GROUPS: ReadonlyArray<ScenarioGroup> = ["endpoints", "webhooks", "export", "quota-sweep", "ai", "idempotency", "rollover", "sse", "scale", "memory", "peer"]
 const groups = GROUPS.filter(selected)
 const budgetMs = (config.databases.reduce((s, d) => s + groups.reduce((t, g) => t + groupSeconds(g, d), 0), 0) + 300) * 1000
 
@@ -243,6 +254,9 @@ const runGroup = async (group: ScenarioGroup, database: Database) => {
       case "memory":
         sections.push(await memoryScenario(database))
         return
+      case "peer":
+        sections.push(await peerScenario())
+        return
     }
   } finally {
     await cleanupAll()
@@ -272,8 +286,10 @@ const main = async () => {
     }
     log(`scenarios ${groups.join(", ")} on ${config.databases.join(", ")}; time budget ${Math.round(budgetMs / 1000)} s`)
     for (const database of config.databases) {
-      for (const group of groups) await runGroup(group, database as Database)
+      for (const group of groups) if (group !== "peer") await runGroup(group, database as Database)
     }
+    // Both databases beside OpenTask, once.
+    if (groups.includes("peer")) await runGroup("peer", config.databases[0] as Database)
     if (measurements.length > 0) printReport(measurements, { ...config, startLoad })
     printSections(sections)
   } finally {

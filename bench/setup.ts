@@ -29,7 +29,7 @@ const numberEnv = (name: string, fallback: number, min: number, max: number) => 
 const listEnv = (name: string, fallback: string) =>
   (process.env[name] ?? fallback).split(",").map((s) => s.trim()).filter((s) => s !== "")
 
-export const ALL_SCENARIOS = ["endpoints", "webhooks", "export", "quota-sweep", "ai", "idempotency", "rollover", "sse", "scale", "memory"] as const
+export const ALL_SCENARIOS = ["endpoints", "webhooks", "export", "quota-sweep", "ai", "idempotency", "rollover", "sse", "scale", "memory", "peer"] as const
 export type ScenarioGroup = (typeof ALL_SCENARIOS)[number]
 
 export const config = {
@@ -211,11 +211,25 @@ export const withExec = async <A>(fresh: FreshDatabase, use: (exec: Exec) => Pro
  * bench runs the process a user runs (an earlier build of `BENCH_BEFORE_DIST` too, so both
  * run alike).
  */
-export const serviceNodeFlags = (): ReadonlyArray<string> => {
-  const start: string = JSON.parse(Fs.readFileSync(Path.join(ROOT, "package.json"), "utf8")).scripts.start
+export const serviceNodeFlags = (root = ROOT): ReadonlyArray<string> => {
+  const start: string = JSON.parse(Fs.readFileSync(Path.join(root, "package.json"), "utf8")).scripts.start
   const command = /\bnode\s+(.*?)\s*(?:dist\/src\/main\.js|scripts\/start\.mjs)/.exec(start)
   if (command === null) throw new Error(`package.json's start script runs neither scripts/start.mjs nor dist/src/main.js: ${start}`)
-  return command[1]!.split(/\s+/).filter((flag) => flag !== "")
+  // `${NAME:-default}` (SERVICE_SEMI_SPACE_MB) as the shell would expand it, from this environment.
+  return command[1]!.replace(/\$\{([A-Z_][A-Z0-9_]*):-([^}]*)\}/g, (_, name: string, fallback: string) => {
+    const value = process.env[name]
+    return value === undefined || value === "" ? fallback : value
+  }).split(/\s+/).filter((flag) => flag !== "")
+}
+
+/**
+ * The environment the start script sets in front of node (`NAME=value exec node …`, or
+ * `exec env NAME=value node …`): settings read when the process starts (MALLOC_ARENA_MAX).
+ */
+export const serviceStartEnv = (root = ROOT): Record<string, string> => {
+  const start: string = JSON.parse(Fs.readFileSync(Path.join(root, "package.json"), "utf8")).scripts.start
+  const head = start.slice(0, Math.max(0, start.search(/\bnode\s/)))
+  return Object.fromEntries([...head.matchAll(/(?:^|\s)([A-Z_][A-Z0-9_]*)=(\S+)/g)].map((m) => [m[1]!, m[2]!]))
 }
 
 export const startOurs = async (env: Record<string, string>, dist = Path.join(ROOT, "dist")) => {
@@ -228,7 +242,7 @@ export const startOurs = async (env: Record<string, string>, dist = Path.join(RO
       ...(process.env.BENCH_SERVICE_NODE_ARGS?.split(" ").filter((a) => a !== "") ?? []),
       Path.join(dist, "src/main.js")
     ],
-    env: childEnv({ ...env, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn" }),
+    env: childEnv({ ...serviceStartEnv(), ...env, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn" }),
     port,
     healthPath: "/api/health",
     startTimeoutMs: 90_000

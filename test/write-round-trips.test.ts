@@ -7,7 +7,8 @@ import { Tasks } from "../src/tasks/Tasks.js"
 import { startService, type TestService, type TestUser } from "./support/service.js"
 import { type LoggedStatement, STATEMENT_TAG_HEADER, statementLog } from "./support/statements.js"
 import { createTask } from "./support/tasks.js"
-import { outboxEvents, undoEntries } from "./support/rows.js"
+import { freezeServiceClock } from "./support/frozen-clock.js"
+import { outboxEvents, query, undoEntries } from "./support/rows.js"
 import { createWebhook, deliveryRows } from "./support/webhooks.js"
 
 /**
@@ -106,8 +107,8 @@ describe("round trips of a single-task write", () => {
   })
 
   /*
-   * Issue 14: a keyed write hands its commit statement to the request, whose record of the
-   * answer goes out in it (CommitHandover): no statement more than without the key.
+   * A keyed write hands its key to its mutation (`Mutations.runKeyed`), whose commit statement
+   * records the answer in a CTE of its own: no statement more than without the key.
    */
   const keyed = async (method: string, path: string, body?: unknown) => {
     const tag = `req-${++counter}`
@@ -147,13 +148,14 @@ describe("round trips of a single-task write", () => {
     expect([next_due_at, was_recurring]).toEqual([null, false])
   })
 
-  it("a statement after a handed-over write sends the write's commit statement first: it reads the write, and the answer is whole", async () => {
+  it("a write inside a keyed request's transaction (Idempotency.run): a statement after it reads the write, and the kept answer is whole", async () => {
     const task = await createTask(user.api, { title: "Before" })
-    const { outcome, seen } = await service.run(Effect.gen(function*() {
+    const { kept, outcome, seen } = await service.run(Effect.gen(function*() {
       const idempotency = yield* Idempotency
       const tasks = yield* Tasks
       const sql = yield* SqlClient.SqlClient
       let seen: ReadonlyArray<{ title: string }> = []
+      let kept = ""
       const outcome = yield* idempotency.run(
         { userId: user.id as UserId, key: "flush-me", fingerprint: "f" },
         Effect.gen(function*() {
@@ -161,19 +163,80 @@ describe("round trips of a single-task write", () => {
           seen = yield* sql<{ title: string }>`SELECT title FROM tasks WHERE id = ${task.id}`
           return edited
         }),
-        (value) => Effect.succeed({ status: 200, contentType: "application/json", body: JSON.stringify({ data: value }) })
+        (value) => {
+          kept = JSON.stringify({ data: value })
+          return Effect.succeed({ status: 200, contentType: "application/json", body: kept })
+        }
       )
-      return { outcome, seen }
+      return { kept, outcome, seen }
     }))
     expect(seen).toEqual([{ title: "After" }])
     expect(outcome._tag).toBe("Ran")
-    const answer = (outcome as { answer?: { body: string } }).answer
-    expect(answer).toBeDefined()
-    const { description: _d, fields_changed, ...sent } = JSON.parse(answer!.body).data
+    expect(kept).not.toContain("@@steady-pending")
+    const { description: _d, fields_changed, ...sent } = JSON.parse(kept).data
     expect(fields_changed).toEqual(["title", "short_title"])
     expect(sent).toEqual((await user.api.get(`/api/tasks/${task.id}`)).body.data)
+    const recorded = await query<{ body: string }>(service, (sql) =>
+      sql`SELECT body FROM idempotency_keys WHERE user_id = ${user.id} AND key = 'flush-me'`)
+    expect(recorded).toEqual([{ body: kept }])
     const replay = await user.api.request("PATCH", `/api/tasks/${task.id}`, { title: "After" }, { "idempotency-key": "flush-me" })
     expect(replay.status).toBe(422) // another request (method, path, body) under that key
+  })
+
+  /*
+   * Logging progress on a quota, and done with close_period on one, close the quota's ended
+   * periods first (the rollover it owes). Both run as one transaction that locks the task
+   * once: every statement of the request in the same transaction, one FOR UPDATE.
+   */
+  const inOneTransactionLockingOnce = (statements: ReadonlyArray<LoggedStatement>) => {
+    const listed = statements.map((s) => s.sql).join("\n")
+    expect(statements.filter((s) => /FOR UPDATE/i.test(s.sql)), listed).toHaveLength(1)
+    // Outside the transaction only the caller's credentials may be looked up (the clock moved
+    // past the remembered verification): nothing reads a task.
+    expect(statements.filter((s) => s.transaction === undefined && /\btasks\b/.test(s.sql)), listed).toEqual([])
+    expect(new Set(statements.filter((s) => s.transaction !== undefined).map((s) => s.transaction)).size, listed).toBe(1)
+  }
+  const loggedFor = async (method: string, path: string, body?: unknown) => {
+    const tag = `req-${++counter}`
+    const res = await user.api.request(method, path, body, { [STATEMENT_TAG_HEADER]: tag })
+    return { res, statements: log.entries.filter((e) => e.tag === tag) }
+  }
+
+  it("progress and done with close_period on a quota with ended periods: one transaction, one lock of the task", async () => {
+    const clock = freezeServiceClock(service)
+    try {
+      const quota = await createTask(user.api, { title: "Stretch", progress_target: 2, rrule: "FREQ=DAILY" })
+      await user.api.post(`/api/tasks/${quota.id}/progress`, { delta: 2 })
+      clock.advance(3 * 24 * 3_600_000)
+      const logged = await loggedFor("POST", `/api/tasks/${quota.id}/progress`, { delta: 1 })
+      expect(logged.res.status, logged.res.text).toBe(200)
+      expect(logged.res.body.data).toMatchObject({ progress_current: 1, met: false, completion_count: 1 })
+      inOneTransactionLockingOnce(logged.statements)
+      // The periods it closed first are the rollover's: not in the progress's undo entry.
+      const periods = await query<{ count: number; met: boolean }>(service, (sql) =>
+        sql`SELECT count, met FROM quota_periods WHERE task_id = ${quota.id} ORDER BY period_start`)
+      expect(periods.map((p) => [p.count, p.met])).toEqual([[2, true], [0, false], [0, false]])
+      const progressEntry = (await undoEntries(service, user.id)).at(-1)!
+      expect(progressEntry.action).toBe("progress")
+      expect(progressEntry.changes.map((c: { table: string; op: string }) => `${c.op} ${c.table}`)).toEqual(["update tasks"])
+
+      clock.advance(24 * 3_600_000)
+      const closed = await loggedFor("POST", `/api/tasks/${quota.id}/done`, { close_period: true })
+      expect(closed.res.status, closed.res.text).toBe(200)
+      expect(closed.res.body.data).toMatchObject({ progress_current: 0, was_recurring: false, next_due_at: null })
+      inOneTransactionLockingOnce(closed.statements)
+      const after = await query<{ count: number; closed_early: boolean }>(service, (sql) =>
+        sql`SELECT count, closed_early FROM quota_periods WHERE task_id = ${quota.id} ORDER BY period_start, closed_at`)
+      expect(after.map((p) => [p.count, p.closed_early])).toEqual([[2, false], [0, false], [0, false], [1, false], [0, true]])
+      const doneEntry = (await undoEntries(service, user.id)).at(-1)!
+      expect(doneEntry.action).toBe("done")
+      expect(doneEntry.changes.map((c: { table: string; op: string }) => `${c.op} ${c.table}`)).toEqual([
+        "insert quota_periods",
+        "update tasks"
+      ])
+    } finally {
+      clock.restore()
+    }
   })
 
   it("GET /api/tasks/{id} with a token verified before: one statement, no token lookup", async () => {

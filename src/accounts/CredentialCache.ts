@@ -1,5 +1,5 @@
 import * as SqlClient from "@effect/sql/SqlClient"
-import { Clock, Deferred, Effect, Option, Schedule } from "effect"
+import { Clock, Deferred, Effect, Option, Schedule, Schema } from "effect"
 import { afterCommit } from "../pipeline/AfterCommit.js"
 import type { CurrentUserShape } from "../kernel/CurrentUser.js"
 import { type ListenConnection, listenSession, type Notification } from "../sql/ListenSession.js"
@@ -24,6 +24,8 @@ const BARRIER_CHANNEL = "steady_credentials_barrier"
 const ACK_CHANNEL = "steady_credentials_ack"
 /** How listener sessions are told apart in pg_stat_activity, to know how many answers to await. */
 const LISTENER_NAME = "steady credentials listener"
+/** The barrier statement's row: how many listener sessions will answer (`count(*)::int`). */
+const decodeListeners = Schema.decodeUnknown(Schema.Array(Schema.Struct({ listeners: Schema.Int })))
 
 interface Barrier {
   readonly done: Deferred.Deferred<void>
@@ -139,15 +141,16 @@ export class CredentialCache extends Effect.Service<CredentialCache>()("steady/C
       const barrier: Barrier = { done: Deferred.unsafeMake<void>(undefined as never), needed: Infinity, heard: 0 }
       barriers.set(id, barrier)
       return Effect.tryPromise(() =>
-        connection.query<{ listeners: number }>(
+        connection.query(
           `SELECT pg_notify($1, $2), (SELECT count(*)::int FROM pg_stat_activity
              WHERE application_name = $3 AND datname = current_database()) AS listeners`,
           [BARRIER_CHANNEL, id, LISTENER_NAME]
         )
       ).pipe(
-        Effect.flatMap((result) =>
+        Effect.flatMap(decodeListeners),
+        Effect.flatMap(([row]) =>
           Effect.suspend(() => {
-            barrier.needed = result[0]?.listeners ?? 0
+            barrier.needed = row?.listeners ?? 0
             settle(id, barrier)
             return Deferred.await(barrier.done)
           })

@@ -18,6 +18,7 @@ import { now as clockNow } from "../kernel/ServiceClock.js"
 import { TaskQueries } from "../tasks/TaskQueries.js"
 import { openTaskLines, type TaskLine, whatsNextCandidates } from "../tasks/TaskListSql.js"
 import { pendingOf } from "./TaskEnrichmentSql.js"
+import { recentActivity, storedWhatsNext, storeWhatsNext, type WhatsNextResult } from "./AiTables.js"
 import { aiContextOf } from "../accounts/UsersTable.js"
 import type { UserId } from "../kernel/Ids.js"
 
@@ -109,16 +110,7 @@ export class AiAssist extends Effect.Service<AiAssist>()("steady/AiAssist", {
       Effect.gen(function*() {
         yield* requireAi(gateway.enabled)
         const pending = yield* pendingOf(sql, user.id)
-        const calls = yield* sql<{
-          feature: string
-          status: "ok" | "error"
-          duration_ms: number
-          model: string
-          error: string | null
-          created_at: string
-        }>`
-          SELECT feature, status, duration_ms, model, error, steady_iso(created_at) AS created_at FROM ai_activity
-          WHERE user_id = ${user.id} ORDER BY created_at DESC, id DESC LIMIT 20`
+        const calls = yield* recentActivity(sql, user.id, 20)
         const picked = gateway.choice("enrichment")
         return {
           enabled: true,
@@ -132,11 +124,7 @@ export class AiAssist extends Effect.Service<AiAssist>()("steady/AiAssist", {
 
     // ---- what's next ----
 
-    const storedToday = (userId: UserId, day: string) =>
-      Effect.map(
-        sql<{ result: unknown }>`SELECT result FROM ai_whats_next WHERE user_id = ${userId} AND day = ${day}::date`,
-        (rows) => (rows[0]?.result ?? null) as WhatsNextResult | null
-      ).pipe(Effect.orDie)
+    const storedToday = (userId: UserId, day: string) => storedWhatsNext(sql, userId, day)
 
     /** Open, not quotas: undated, overdue or due within 7 days (spec §4.9). */
     const candidates = (userId: UserId, now: Date) => {
@@ -144,9 +132,7 @@ export class AiAssist extends Effect.Service<AiAssist>()("steady/AiAssist", {
       return whatsNextCandidates(sql, userId, weekAhead, WHATS_NEXT_MAX_CANDIDATES)
     }
 
-    const store = (userId: UserId, day: string, result: WhatsNextResult) =>
-      sql`INSERT INTO ai_whats_next (user_id, day, result) VALUES (${userId}, ${day}::date, ${JSON.stringify(result)}::jsonb)
-        ON CONFLICT (user_id, day) DO UPDATE SET result = EXCLUDED.result`.pipe(Effect.orDie)
+    const store = (userId: UserId, day: string, result: WhatsNextResult) => storeWhatsNext(sql, userId, day, result)
 
     const whatsNext = (user: CurrentUserShape, refresh: boolean) =>
       Effect.gen(function*() {
@@ -182,10 +168,3 @@ export class AiAssist extends Effect.Service<AiAssist>()("steady/AiAssist", {
     return { quickTake, modelTest, status, whatsNext, aiContext, openTasks } as const
   })
 }) {}
-
-export interface WhatsNextResult {
-  readonly tasks: ReadonlyArray<{ readonly task_id: number; readonly reason: string }>
-  readonly summary: string
-  readonly generated_at: string
-  readonly duration_ms: number
-}

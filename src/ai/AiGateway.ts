@@ -13,6 +13,7 @@ import * as ChatCompletions from "./AiChatCompletions.js"
 import { loadPrompts, type PromptName } from "./AiPrompts.js"
 import { type AiFeature, type AiProvider, AppConfig } from "../kernel/AppConfig.js"
 import { now as clockNow } from "../kernel/ServiceClock.js"
+import { deleteActivityBefore, insertActivity } from "./AiTables.js"
 
 export const AI_ACTIVITY_RETENTION_DAYS = 30
 
@@ -115,17 +116,20 @@ export class AiGateway extends Effect.Service<AiGateway>()("steady/AiGateway", {
       readonly answer: string | null
     }) =>
       Effect.flatMap(clockNow, (now) =>
-        sql`INSERT INTO ai_activity (user_id, feature, status, duration_ms, provider, model, error, prompt, answer, created_at)
-          VALUES (${entry.userId}, ${entry.feature}, ${entry.ok ? "ok" : "error"}, ${entry.durationMs}, ${config.aiProvider},
-                  ${entry.model}, ${entry.error}, ${config.aiLogPrompts ? entry.prompt : null},
-                  ${config.aiLogPrompts ? entry.answer : null}, ${now.toISOString()}::timestamptz)`).pipe(
+        insertActivity(sql, {
+          ...entry,
+          provider: config.aiProvider,
+          prompt: config.aiLogPrompts ? entry.prompt : null,
+          answer: config.aiLogPrompts ? entry.answer : null,
+          at: now.toISOString()
+        })).pipe(
         Effect.catchAllCause((cause) => Effect.logWarning("AI activity row not written", cause))
       )
 
     /** AI activity rows are kept for 30 days. */
     const purgeActivity = Effect.gen(function*() {
       const cutoff = new Date((yield* clockNow).getTime() - AI_ACTIVITY_RETENTION_DAYS * 86_400_000).toISOString()
-      yield* sql`DELETE FROM ai_activity WHERE created_at < ${cutoff}::timestamptz`
+      yield* deleteActivityBefore(sql, cutoff)
     })
 
     /** Runs one model call for `feature` under `timeout`, logged; the failure as `AiFailure`. */

@@ -3,6 +3,7 @@ import { Duration, Effect } from "effect"
 import { TooManyRequests } from "../kernel/Errors.js"
 import type { UserId } from "../kernel/Ids.js"
 import { now as clockNow } from "../kernel/ServiceClock.js"
+import { takeToken, tokensLeft } from "./AiTables.js"
 
 /**
  * The per-user limits on AI work a user can start at will: each reprocess queues a model
@@ -25,31 +26,17 @@ export class AiRateLimits extends Effect.Service<AiRateLimits>()("steady/AiRateL
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
-    /** The bucket's tokens at `at`: what it held plus the refill since, at most `capacity`. */
-    const refilled = (capacity: number, windowMs: number, at: string) =>
-      sql`LEAST(${capacity}::float8, b.tokens + GREATEST(0, extract(epoch FROM (${at}::timestamptz - b.updated_at))::float8 * 1000)
-        * ${capacity}::float8 / ${windowMs}::float8)`
-
     /**
      * Takes one token from the user's `limit` bucket, or fails with a 429 saying how long
-     * until the next one. One statement: concurrent requests queue on the row, so a burst
-     * cannot overshoot.
+     * until the next one.
      */
     const take = (limit: AiRateLimit, userId: UserId) =>
       Effect.gen(function*() {
         const { capacity, label, per, window } = AI_RATE_LIMITS[limit]
         const windowMs = Duration.toMillis(window)
-        const at = (yield* clockNow).toISOString()
-        const taken = yield* sql`
-          INSERT INTO ai_rate_limits AS b (user_id, bucket, tokens, updated_at)
-          VALUES (${userId}, ${limit}, ${capacity - 1}::float8, ${at}::timestamptz)
-          ON CONFLICT (user_id, bucket) DO UPDATE SET tokens = ${refilled(capacity, windowMs, at)} - 1, updated_at = EXCLUDED.updated_at
-            WHERE ${refilled(capacity, windowMs, at)} >= 1
-          RETURNING b.user_id`
-        if (taken.length > 0) return
-        const rows = yield* sql<{ tokens: number }>`
-          SELECT ${refilled(capacity, windowMs, at)} AS tokens FROM ai_rate_limits b WHERE b.user_id = ${userId} AND b.bucket = ${limit}`
-        const tokens = Number(rows[0]?.tokens ?? 0)
+        const bucket = { userId, bucket: limit, capacity, windowMs, at: (yield* clockNow).toISOString() }
+        if (yield* takeToken(sql, bucket)) return
+        const tokens = yield* tokensLeft(sql, bucket)
         const retryAfterSeconds = Math.max(1, Math.ceil(((1 - tokens) * windowMs) / capacity / 1000))
         return yield* new TooManyRequests({
           message: `Too many ${label}: at most ${capacity} ${per}; try again in ${retryAfterSeconds} s`,

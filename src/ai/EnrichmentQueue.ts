@@ -1,22 +1,26 @@
 import * as SqlClient from "@effect/sql/SqlClient"
-import { Clock, Duration, Effect, Queue, Ref } from "effect"
-import type { Row } from "../kernel/Json.js"
+import * as SqlSchema from "@effect/sql/SqlSchema"
+import { Clock, Duration, Effect, Queue, Ref, Schema } from "effect"
+import { IsoText } from "../kernel/Columns.js"
+import { JsonRow } from "../kernel/Json.js"
 import { afterCommit } from "../pipeline/AfterCommit.js"
 import { AppConfig } from "../kernel/AppConfig.js"
 import { recordChanges, taskEntry } from "../changes/ChangeLog.js"
 import { ChangeWakeup } from "../changes/ChangeWakeup.js"
 import { endRequest, promotePending, requeueTask } from "./TaskEnrichmentSql.js"
-import type { TaskId, UserId } from "../kernel/Ids.js"
+import { TaskId, UserId } from "../kernel/Ids.js"
 
-export interface ClaimedEnrichment {
-  readonly task_id: TaskId
-  readonly user_id: UserId
-  readonly attempts: number
-  readonly source_title: string
-  readonly baseline: Row
+export const ClaimedEnrichment = Schema.Struct({
+  task_id: TaskId,
+  user_id: UserId,
+  attempts: Schema.Int,
+  source_title: Schema.String,
+  /** The enriched fields as the request saw them (jsonb). */
+  baseline: JsonRow,
   /** The request this claim is for: a reprocess while it runs starts a new one. */
-  readonly requested_at: string
-}
+  requested_at: IsoText
+})
+export type ClaimedEnrichment = typeof ClaimedEnrichment.Type
 
 /**
  * The durable enrichment queue: one row per task, written in the same
@@ -73,7 +77,11 @@ export class EnrichmentQueue extends Effect.Service<EnrichmentQueue>()("steady/E
     const claim = (limit: number, now: Date) => {
       const at = now.toISOString()
       const until = new Date(now.getTime() + Duration.toMillis(lease)).toISOString()
-      return promote(limit).pipe(Effect.zipRight(sql<ClaimedEnrichment>`
+      return promote(limit).pipe(Effect.zipRight(SqlSchema.findAll({
+        Request: Schema.Void,
+        Result: ClaimedEnrichment,
+        execute: () =>
+          sql`
         UPDATE ai_enrichment_queue q SET lease_until = ${until}::timestamptz
         FROM (
           SELECT task_id FROM ai_enrichment_queue
@@ -83,19 +91,22 @@ export class EnrichmentQueue extends Effect.Service<EnrichmentQueue>()("steady/E
           FOR UPDATE SKIP LOCKED
         ) due
         WHERE q.task_id = due.task_id
-        RETURNING q.task_id, q.user_id, q.attempts, q.source_title, q.baseline, steady_iso(q.updated_at) AS requested_at`),
+        RETURNING q.task_id, q.user_id, q.attempts, q.source_title, q.baseline, steady_iso(q.updated_at) AS requested_at`
+      })(undefined)),
         Effect.orDie
       )
     }
 
     /** Still the request that was claimed (not re-queued by a reprocess meanwhile)? Locks it. */
     const stillCurrent = (claimed: ClaimedEnrichment) =>
-      Effect.map(
-        sql<{ ok: boolean }>`SELECT true AS ok FROM ai_enrichment_queue
+      SqlSchema.findAll({
+        Request: Schema.Void,
+        Result: Schema.Struct({ ok: Schema.Boolean }),
+        execute: () =>
+          sql`SELECT true AS ok FROM ai_enrichment_queue
           WHERE task_id = ${claimed.task_id} AND state = 'pending' AND steady_iso(updated_at) = ${claimed.requested_at}
-          FOR UPDATE`,
-        (rows) => rows.length > 0
-      ).pipe(Effect.orDie)
+          FOR UPDATE`
+      })(undefined).pipe(Effect.map((rows) => rows.length > 0), Effect.orDie)
 
     /** Ends a request: done or failed, on the queue row and the task. */
     const finish = (claimed: ClaimedEnrichment, state: "done" | "failed", error: string | null, now: Date) =>

@@ -1,7 +1,9 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlSchema from "@effect/sql/SqlSchema"
 import type { Fragment } from "@effect/sql/Statement"
-import { Effect } from "effect"
-import type { UserId } from "../kernel/Ids.js"
+import { Effect, Option, Schema } from "effect"
+import { CountRow } from "../kernel/Columns.js"
+import { TaskId, UserId } from "../kernel/Ids.js"
 import { inboxOf, inSharedProject } from "../projects/ProjectsTable.js"
 import { lockTask } from "../tasks/TasksTable.js"
 
@@ -65,14 +67,19 @@ export const endRequest = (
   now: Date
 ) =>
   // The task row is locked first, in the order create and reprocess take the two rows.
-  lockTask(sql, taskId).pipe(Effect.zipRight(sql<{ id: number }>`
+  lockTask(sql, taskId).pipe(Effect.zipRight(SqlSchema.findAll({
+    Request: Schema.Void,
+    Result: Schema.Struct({ id: TaskId }),
+    execute: () =>
+      sql`
         WITH ended AS (
           UPDATE ai_enrichment_queue SET state = ${state}, attempts = attempts + 1, lease_until = NULL,
             last_error = ${error}, updated_at = ${now.toISOString()}::timestamptz
           WHERE task_id = ${taskId} AND steady_iso(updated_at) = ${requestedAt}
           RETURNING task_id
         )
-        UPDATE tasks SET enrichment_status = ${state}, enrichment_baseline = NULL WHERE id IN (SELECT task_id FROM ended) RETURNING id`))
+        UPDATE tasks SET enrichment_status = ${state}, enrichment_baseline = NULL WHERE id IN (SELECT task_id FROM ended) RETURNING id`
+  })(undefined)), Effect.catchTag("ParseError", Effect.die))
 
 /**
  * Whether the task is in a shared project now: then users besides its owner read what
@@ -80,17 +87,19 @@ export const endRequest = (
  * that is gone counts as shared (nothing private is sent for it).
  */
 export const inSharedProjectNow = (sql: SqlClient.SqlClient, taskId: number) =>
-  sql<{ shared: boolean }>`SELECT ${inSharedProject(sql, "t.project_id")} AS shared FROM tasks t WHERE t.id = ${taskId}`.pipe(
-    Effect.map((rows) => rows[0]?.shared ?? true),
-    Effect.orDie
-  )
+  SqlSchema.findOne({
+    Request: Schema.Int,
+    Result: Schema.Struct({ shared: Schema.Boolean }),
+    execute: (taskId) => sql`SELECT ${inSharedProject(sql, "t.project_id")} AS shared FROM tasks t WHERE t.id = ${taskId}`
+  })(taskId).pipe(Effect.map(Option.match({ onNone: () => true, onSome: (row) => row.shared })), Effect.orDie)
 
 /** How many of the user's tasks wait for enrichment. */
 export const pendingOf = (sql: SqlClient.SqlClient, userId: UserId) =>
-  sql<{ n: number }>`
-          SELECT count(*)::int AS n FROM tasks WHERE user_id = ${userId} AND enrichment_status = 'pending'`.pipe(
-    Effect.map((rows) => rows[0]?.n ?? 0)
-  )
+  SqlSchema.single({
+    Request: UserId,
+    Result: CountRow,
+    execute: (userId) => sql`SELECT count(*)::int AS n FROM tasks WHERE user_id = ${userId} AND enrichment_status = 'pending'`
+  })(userId).pipe(Effect.map((row) => row.n), Effect.catchTags({ ParseError: Effect.die, NoSuchElementException: Effect.die }))
 
 /** How many tasks of every user wait for enrichment, as a subquery. */
 export const pendingCount = (sql: SqlClient.SqlClient): Fragment =>

@@ -1,5 +1,6 @@
 import * as SqlClient from "@effect/sql/SqlClient"
-import { Effect } from "effect"
+import * as SqlSchema from "@effect/sql/SqlSchema"
+import { Effect, Option, Schema } from "effect"
 import { BREATHE, feedParts, type FeedTask, MAX_FEED_ITEMS, type RuleCache } from "./CalendarFeed.js"
 import { NotFound, Unauthorized } from "../kernel/Errors.js"
 import { generateSecret, sha256 } from "../accounts/Credentials.js"
@@ -9,9 +10,23 @@ import { feedBody } from "../tasks/TaskListSql.js"
 import type { UserId } from "../kernel/Ids.js"
 
 /** One task as the database sends it: a JSON array in `FeedTask` field order. */
-type FeedTuple = [
-  number, string, string, number, string, string | null, string, string, string | null, string | null, Array<string>
-]
+const FeedTuple = Schema.Tuple(
+  Schema.Int,
+  Schema.String,
+  Schema.String,
+  Schema.Int,
+  Schema.String,
+  Schema.NullOr(Schema.String),
+  Schema.String,
+  Schema.String,
+  Schema.NullOr(Schema.String),
+  Schema.NullOr(Schema.String),
+  Schema.Array(Schema.String)
+)
+type FeedTuple = typeof FeedTuple.Type
+
+/** The feed's tasks as one JSON text of tuples (`feedBody`). */
+const decodeFeedBody = Schema.decode(Schema.parseJson(Schema.Array(FeedTuple)))
 
 const fromTuple = (t: FeedTuple): FeedTask => ({
   id: t[0],
@@ -85,8 +100,12 @@ export class CalendarFeeds extends Effect.Service<CalendarFeeds>()("steady/Calen
 
     // Written by migration 0012; read once per process.
     const instanceId = yield* Effect.cached(
-      sql<{ id: string }>`SELECT value #>> '{}' AS id FROM app_settings WHERE key = 'instance_id'`.pipe(
-        Effect.map((rows) => rows[0]?.id ?? "local"),
+      SqlSchema.findOne({
+        Request: Schema.Void,
+        Result: Schema.Struct({ id: Schema.String }),
+        execute: () => sql`SELECT value #>> '{}' AS id FROM app_settings WHERE key = 'instance_id'`
+      })(undefined).pipe(
+        Effect.map(Option.match({ onNone: () => "local", onSome: (row) => row.id })),
         Effect.orDie
       )
     )
@@ -99,7 +118,11 @@ export class CalendarFeeds extends Effect.Service<CalendarFeeds>()("steady/Calen
      * the drivers' row-by-row decoding at this size.
      */
     const tasksOf = (userId: UserId) =>
-      Effect.map(feedBody(sql, userId, MAX_FEED_ITEMS), (body) => (JSON.parse(body) as Array<FeedTuple>).map(fromTuple))
+      feedBody(sql, userId, MAX_FEED_ITEMS).pipe(
+        Effect.flatMap(decodeFeedBody),
+        Effect.map((tuples) => tuples.map(fromTuple)),
+        Effect.orDie
+      )
 
     /** The feed behind a key as `text/calendar` text; 401 for an unknown or revoked key. */
     const feed = (key: string, origin: string) =>

@@ -1,6 +1,8 @@
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlSchema from "@effect/sql/SqlSchema"
 import type { Fragment } from "@effect/sql/Statement"
-import { Duration, Effect } from "effect"
+import { Duration, Effect, Schema } from "effect"
+import { IsoText } from "../kernel/Columns.js"
 import { compare, encodeCursor, max, type Position, positionOf } from "./ChangeCursor.js"
 import { now as clockNow } from "../kernel/ServiceClock.js"
 import { projectJson } from "../pipeline/WireSql.js"
@@ -18,21 +20,28 @@ export const CHANGE_RETENTION_ROWS = 1_000_000
 const SETTLE_TRIES = 25
 const SETTLE_SPACING = Duration.millis(10)
 
-/** One feed row with the object as it is now, and who can see the object now. */
-export interface FeedRow {
-  readonly xid: string
-  readonly id: string
-  readonly at: string
-  readonly kind: string
-  readonly object_id: number
-  readonly op: string
-  readonly user_id: number
-  readonly shared: boolean
-  /** The object's wire JSON, null when it no longer exists. */
-  readonly data: string | null
-  readonly obj_owner: number | null
-  readonly obj_shared: boolean
-}
+/**
+ * One feed row with the object as it is now, and who can see the object now. The position
+ * (`xid8`, `bigint`) is read as text: `positionOf` makes bigints of it.
+ */
+export const FeedRow = Schema.Struct({
+  xid: Schema.String,
+  id: Schema.String,
+  at: IsoText,
+  kind: Schema.String,
+  object_id: Schema.Int,
+  op: Schema.String,
+  user_id: Schema.Int,
+  shared: Schema.Boolean,
+  /** The object's wire JSON text, null when it no longer exists; passed on as it is. */
+  data: Schema.NullOr(Schema.String),
+  obj_owner: Schema.NullOr(Schema.Int),
+  obj_shared: Schema.Boolean
+})
+export type FeedRow = typeof FeedRow.Type
+
+/** The feed's bound as read: `xid8` and `bigint` values as text. */
+const BoundRow = Schema.Struct({ xmin: Schema.String, xid: Schema.String, id: Schema.String, held_back: Schema.Boolean })
 
 /** Where reading may stop, read before the rows (see migrations/functions/steady_feed_final_below.sql). */
 export interface Bound {
@@ -71,14 +80,18 @@ export class ChangeFeed extends Effect.Service<ChangeFeed>()("steady/ChangeFeed"
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
-    const bound = sql<{ xmin: string; xid: string; id: string; held_back: boolean }>`
-      SELECT x.xmin::text, h.xid::text, h.id::text,
+    const bound = SqlSchema.single({
+      Request: Schema.Void,
+      Result: BoundRow,
+      execute: () =>
+        sql`SELECT x.xmin::text, h.xid::text, h.id::text,
         EXISTS (SELECT 1 FROM changes c WHERE c.xid >= x.xmin) AS held_back
-      FROM (SELECT steady_feed_final_below() AS xmin) x, change_feed_horizon h`.pipe(
-      Effect.map(([row]): Bound => ({
-        xmin: BigInt(row!.xmin),
-        horizon: positionOf(row!.xid, row!.id),
-        heldBack: row!.held_back
+      FROM (SELECT steady_feed_final_below() AS xmin) x, change_feed_horizon h`
+    })(undefined).pipe(
+      Effect.map((row): Bound => ({
+        xmin: BigInt(row.xmin),
+        horizon: positionOf(row.xid, row.id),
+        heldBack: row.held_back
       })),
       Effect.orDie,
       Effect.withSpan("ChangeFeed.bound")
@@ -105,7 +118,11 @@ export class ChangeFeed extends Effect.Service<ChangeFeed>()("steady/ChangeFeed"
      * hash-join a scan of every task on each read.
      */
     const render = (page: Fragment, now: Date) =>
-      sql<FeedRow>`
+      SqlSchema.findAll({
+        Request: Schema.Void,
+        Result: FeedRow,
+        execute: () =>
+          sql`
         WITH page AS (${page})
         SELECT c.xid::text, c.id::text, steady_iso(c.at) AS at, c.kind, c.object_id, c.op, c.user_id, c.shared,
           CASE
@@ -120,7 +137,8 @@ export class ChangeFeed extends Effect.Service<ChangeFeed>()("steady/ChangeFeed"
         LEFT JOIN LATERAL ${projectSharedBy(sql, "t.project_id")} tp ON true
         LEFT JOIN LATERAL ${projectNamedBy(sql, "x.*", "c.kind", "c.object_id")} p ON true
         LEFT JOIN LATERAL ${slotNamedBy(sql, "x.*", "c.kind", "c.object_id")} s ON true
-        ORDER BY c.xid, c.id`.pipe(Effect.orDie)
+        ORDER BY c.xid, c.id`
+      })(undefined).pipe(Effect.orDie)
 
     const after = (from: Position, xmin: bigint) =>
       sql`(c.xid, c.id) > (${from.xid.toString()}::xid8, ${from.id.toString()}::bigint) AND c.xid < ${xmin.toString()}::xid8`
@@ -164,7 +182,11 @@ export class ChangeFeed extends Effect.Service<ChangeFeed>()("steady/ChangeFeed"
     const purge = Effect.gen(function*() {
       const now = yield* clockNow
       const cutoff = new Date(now.getTime() - CHANGE_RETENTION_DAYS * 86_400_000).toISOString()
-      const rows = yield* sql<{ purged: number }>`
+      const row = yield* SqlSchema.single({
+        Request: Schema.Void,
+        Result: Schema.Struct({ purged: Schema.Int }),
+        execute: () =>
+          sql`
         WITH final AS (SELECT steady_feed_final_below() AS xmin),
         edge AS (
           SELECT xid, id FROM (
@@ -181,7 +203,8 @@ export class ChangeFeed extends Effect.Service<ChangeFeed>()("steady/ChangeFeed"
           WHERE (edge.xid, edge.id) > (h.xid, h.id) RETURNING 1
         )
         SELECT (SELECT count(*) FROM gone)::int AS purged`
-      return rows[0]?.purged ?? 0
+      })(undefined)
+      return row.purged
     }).pipe(Effect.orDie, Effect.withSpan("ChangeFeed.purge"))
 
     return { bound, settledBound, page, all, purge } as const

@@ -16,9 +16,10 @@ export const feedKinds: Readonly<Record<string, string>> = {
   time_slots: "time_slot"
 }
 
-interface Entry {
+/** `Id`: see `RowChange`. */
+interface Entry<Id = number> {
   readonly kind: string
-  readonly id: number
+  readonly id: Id
   op: "upsert" | "delete"
   owner: number | null
   readonly projects: Array<number>
@@ -33,8 +34,8 @@ const intOf = (value: unknown): number | null => (typeof value === "number" ? va
  * the entry is written), and any project the object was in before or after: leaving a
  * shared project is news for everyone who could see it there.
  */
-export const entriesOf = (changes: ReadonlyArray<RowChange>): ReadonlyArray<Entry> => {
-  const byKey = new Map<string, Entry>()
+export const entriesOf = <Id = number>(changes: ReadonlyArray<RowChange<Id>>): ReadonlyArray<Entry<Id | number>> => {
+  const byKey = new Map<string, Entry<Id | number>>()
   for (const change of changes) {
     const kind = feedKinds[change.table]
     if (kind === undefined) continue
@@ -58,14 +59,14 @@ export const entriesOf = (changes: ReadonlyArray<RowChange>): ReadonlyArray<Entr
 
 /**
  * A task the same statement inserts (the mutation pipeline's `insertAtCommit`): its entry's
- * id is a stand-in that `json` replaces, and `tasks` (id, user_id, project_id) has the row,
+ * id is pending (`PendingId`), which `json` replaces, and `tasks` (id, user_id, project_id) has the row,
  * which a probe of `tasks` cannot see yet.
  */
-export interface PendingTask {
+export interface PendingTask<Id> {
   readonly json: (text: string) => Fragment
   readonly tasks: Fragment
-  /** Whether `id` is the stand-in of the row the statement inserts. */
-  readonly stands: (id: number) => boolean
+  /** Whether `id` stands for the row the statement inserts. */
+  readonly stands: (id: Id) => boolean
 }
 
 /**
@@ -74,7 +75,12 @@ export interface PendingTask {
  * the rows as the transaction leaves them: the owner, and whether the object is (or was) in
  * a shared project.
  */
-export const changesInsert = (sql: SqlClient.SqlClient, at: Date, entries: ReadonlyArray<Entry>, pending?: PendingTask) => {
+export const changesInsert = <Id = number>(
+  sql: SqlClient.SqlClient,
+  at: Date,
+  entries: ReadonlyArray<Entry<Id>>,
+  pending?: PendingTask<Id>
+) => {
   const only = entries.length === 1 ? entries[0]! : undefined
   return only !== undefined && only.kind === "task" && only.op === "upsert"
     ? oneTaskInsert(sql, at, only, pending !== undefined && pending.stands(only.id) ? pending.tasks : undefined)
@@ -84,21 +90,23 @@ export const changesInsert = (sql: SqlClient.SqlClient, at: Date, entries: Reado
 /**
  * The entry of a single task written or inserted (most writes): the general statement's
  * shape for one row, without unpacking JSON or probing projects and time slots. `inserted`
- * holds the row when the same statement inserts it (its id is then a stand-in).
+ * holds the row when the same statement inserts it (its id is then pending).
  */
-const oneTaskInsert = (sql: SqlClient.SqlClient, at: Date, entry: Entry, inserted: Fragment | undefined) => {
+const oneTaskInsert = <Id>(sql: SqlClient.SqlClient, at: Date, entry: Entry<Id>, inserted: Fragment | undefined) => {
   const owner = sql`COALESCE(x.user_id, ${entry.owner}::integer)`
   // An array literal of integers: the same text on both databases' clients.
   const projects = `{${entry.projects.join(",")}}`
+  const rows = inserted !== undefined ? sql`${inserted} x` : typeof entry.id === "number" ? taskById(sql, entry.id) : undefined
+  if (rows === undefined) throw new Error("A pending task's feed entry needs the row its statement inserts")
   return sql`
     INSERT INTO changes (at, kind, object_id, op, user_id, shared)
     SELECT ${at.toISOString()}::timestamptz, 'task', ${inserted === undefined ? sql`e.id` : sql`x.id`}, 'upsert', ${owner},
       ${inSharedProject(sql, "x.project_id")} OR ${anyShared(sql, sql`= ANY(${projects}::integer[])`)}
-    FROM ${inserted === undefined ? taskById(sql, entry.id) : sql`${inserted} x`}
+    FROM ${rows}
     WHERE ${owner} IS NOT NULL`
 }
 
-const entriesInsert = (sql: SqlClient.SqlClient, at: Date, entries: ReadonlyArray<Entry>, pending?: PendingTask) =>
+const entriesInsert = <Id>(sql: SqlClient.SqlClient, at: Date, entries: ReadonlyArray<Entry<Id>>, pending?: PendingTask<Id>) =>
   // Each object is looked up by key (LATERAL … OFFSET 0 keeps it a per-entry index probe):
   // plain joins let a prepared statement's generic plan, made while the tables were small,
   // hash-join a sequential scan of every task for good.
@@ -125,7 +133,7 @@ const entriesInsert = (sql: SqlClient.SqlClient, at: Date, entries: ReadonlyArra
     WHERE COALESCE(t.user_id, p.owner_id, s.user_id, e.owner) IS NOT NULL
     ORDER BY e.n`
 
-const entriesJson = (sql: SqlClient.SqlClient, entries: ReadonlyArray<Entry>, pending: PendingTask | undefined): Fragment => {
+const entriesJson = <Id>(sql: SqlClient.SqlClient, entries: ReadonlyArray<Entry<Id>>, pending: PendingTask<Id> | undefined): Fragment => {
   const text = JSON.stringify(entries.map((e, n) => ({ ...e, n })))
   return pending === undefined ? sql`${text}::jsonb` : sql`(${pending.json(text)})::jsonb`
 }

@@ -3,10 +3,11 @@ import type { JsonValue, Row } from "../kernel/Json.js"
 /**
  * One row touched by an action, as the undo log keeps it. `before`/`after` hold only the
  * fields the action changed (all fields for an insert or delete), so undo restores exactly
- * what the action did and nothing else.
+ * what the action did and nothing else. `Id`: an inserted row's id, which the mutation
+ * pipeline may know only once its commit statement has run.
  */
-export type RowChange =
-  | { readonly op: "insert"; readonly table: string; readonly id: number; readonly after: Row }
+export type RowChange<Id = number> =
+  | { readonly op: "insert"; readonly table: string; readonly id: Id; readonly after: Row }
   | {
     readonly op: "update"
     readonly table: string

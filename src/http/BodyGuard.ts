@@ -110,5 +110,6 @@ export const guardBody = (request: HttpServerRequest.HttpServerRequest, maxBytes
       (body) => !(isJson(request) && nestsDeeperThan(body, maxDepth)),
       () => ValidationError.of("Invalid request", { body: `JSON nested deeper than ${maxDepth} levels` })
     )
-    ;(request as unknown as { textEffect: Effect.Effect<string, unknown> }).textEffect = readOnce(read)
+    // `"textEffect" in request` above narrowed the request to one with that (untyped) field.
+    request.textEffect = readOnce(read)
   })

@@ -12,7 +12,7 @@ import { type AppError, envelopeOf, isAppError, statusOf } from "../kernel/Error
 import { databaseUnavailable, isTransactionConflict } from "../sql/DatabaseFailures.js"
 import { allowedMethods, refusedOnLiteralPath } from "./Allowed.js"
 import { guardBody, isBodyTooLarge, MAX_JSON_DEPTH } from "./BodyGuard.js"
-import { makeIdempotentWrites } from "../pipeline/IdempotencyKeys.js"
+import { makeIdempotentWrites } from "./IdempotentWrites.js"
 import { withRequestId } from "./RequestId.js"
 
 export const MAX_BODY_BYTES = 1024 * 1024

@@ -89,7 +89,7 @@ export const HttpServerLive = Layer.unwrapEffect(
     return HttpApiBuilder.serve(measureRequests(metrics)).pipe(
       HttpMiddleware.withTracerDisabledWhen(() => !tracing),
       HttpMiddleware.withSpanNameGenerator(requestSpanName),
-      Layer.provide(Layer.merge(ApiLive, DoorLive)),
+      Layer.provide(DoorLive.pipe(Layer.provideMerge(ApiLive))),
       HttpServer.withLogAddress
     )
   })

@@ -97,6 +97,12 @@ export interface AppConfigShape {
   readonly host: string
   readonly databaseUrl: Option.Option<Redacted.Redacted>
   readonly dataDir: string
+  /**
+   * `EMBEDDED_SHARED_BUFFERS`: PostgreSQL's buffer pool in the embedded database (resident
+   * from its start; unused with a PostgreSQL server). More keeps more pages of a large
+   * database in PGlite's own memory instead of reading them from the OS's file cache.
+   */
+  readonly embeddedSharedBuffers: string
   readonly proxyAuthHeader: Option.Option<string>
   readonly proxyTrustedIps: ReadonlyArray<Cidr>
   /**
@@ -235,6 +241,18 @@ const boundedInteger = (name: string, fallback: number, min: number, max: number
     })
   )
 
+/** PostgreSQL's memory units, from its 128kB minimum to 1GB: `16MB`, `8192kB`, `1GB`. */
+const sharedBuffers = Config.string("EMBEDDED_SHARED_BUFFERS").pipe(
+  Config.withDefault("16MB"),
+  Config.mapOrFail((raw) => {
+    const match = /^(\d+)\s*(kB|MB|GB)$/.exec(raw.trim())
+    const kib = match === null ? Number.NaN : Number(match[1]) * (match[2] === "GB" ? 1024 * 1024 : match[2] === "MB" ? 1024 : 1)
+    return kib >= 128 && kib <= 1024 * 1024
+      ? Either.right(`${match![1]}${match![2]}`)
+      : Either.left(fail("EMBEDDED_SHARED_BUFFERS", `"${raw}" is not a size from 128kB to 1GB (e.g. 16MB)`))
+  })
+)
+
 /** An http(s) URL when set: a typo must stop start-up, not surface as failing AI calls. */
 const aiBaseUrl = optionalString("SERVICE_AI_BASE_URL").pipe(
   Config.mapOrFail((value) => {
@@ -256,6 +274,7 @@ export const appConfig: Config.Config<AppConfigShape> = Config.all({
   host: Config.string("HOST").pipe(Config.withDefault("127.0.0.1")),
   databaseUrl,
   dataDir: Config.string("DATA_DIR").pipe(Config.withDefault("./data")),
+  embeddedSharedBuffers: sharedBuffers,
   databasePoolSize: boundedInteger("DATABASE_POOL_SIZE", 10, 1, 1000),
   databaseStatementTimeout: boundedInteger("DATABASE_STATEMENT_TIMEOUT_MS", 5000, 100, 3_600_000).pipe(Config.map(Duration.millis)),
   proxyAuthHeader: optionalString("SERVICE_PROXY_AUTH_HEADER"),

@@ -6,6 +6,7 @@ import { TaskLifecycle } from "./TaskLifecycle.js"
 import { answerData, answerJsonText } from "../http/Answer.js"
 import { Api } from "../http/Api.js"
 import { whole } from "../http/Envelope.js"
+import { keyedData } from "../http/IdempotentWrites.js"
 import { CompletionPage, DoneResult, SkipResult, SnoozeResult, Stats } from "./LifecycleApi.js"
 
 export const LifecycleHttpLive = HttpApiBuilder.group(Api, "lifecycle", (handlers) =>
@@ -13,8 +14,13 @@ export const LifecycleHttpLive = HttpApiBuilder.group(Api, "lifecycle", (handler
     const lifecycle = yield* TaskLifecycle
     const history = yield* History
     return handlers
-      .handle("done", ({ path, payload }) =>
-        answerData(DoneResult)((user) => lifecycle.done(user, path.id, { closePeriod: payload?.close_period === true })), whole)
+      .handle("done", ({ path, payload }) => {
+        const options = { closePeriod: payload?.close_period === true }
+        return keyedData(DoneResult)(
+          (user) => lifecycle.done(user, path.id, options),
+          (user, keyed) => lifecycle.doneKeyed(user, path.id, options, keyed)
+        )
+      }, whole)
       .handle("undone", ({ path }) => answerData(Task)((user) => lifecycle.undone(user, path.id)), whole)
       .handle("skip", ({ path }) => answerData(SkipResult)((user) => lifecycle.skip(user, path.id)), whole)
       .handle("snooze", ({ path, payload }) =>

@@ -6,8 +6,8 @@ import type { CompletionRow, TaskRow, Writes } from "../pipeline/Rows.js"
 import { isQuota } from "../tasks/TaskRules.js"
 import { planDone, planSkip, planSnooze, planUndone } from "./Lifecycle.js"
 import type { CurrentUserShape } from "../kernel/CurrentUser.js"
-import { insertion, Mutations, type Tx } from "../pipeline/Mutations.js"
-import type { PeriodSettings } from "../quotas/QuotaPeriods.js"
+import { insertion, Mutations, type Runner, type Tx } from "../pipeline/Mutations.js"
+import type { KeyedAnswer } from "../pipeline/IdempotencyRecord.js"
 import { Quotas } from "../quotas/Quotas.js"
 import { CompletionsTable, TasksTable } from "../pipeline/Tables.js"
 import { TaskQueries } from "../tasks/TaskQueries.js"
@@ -16,6 +16,10 @@ import type { TaskId } from "../kernel/Ids.js"
 import { latestCompletions } from "./CompletionsTable.js"
 
 const quoted = (title: string) => `'${title}'`
+
+export interface DoneOptions {
+  readonly closePeriod: boolean
+}
 
 export interface SnoozeOptions {
   readonly allowPastDeadline: boolean
@@ -53,66 +57,63 @@ export class TaskLifecycle extends Effect.Service<TaskLifecycle>()("steady/TaskL
 
     /**
      * Closes a locked quota's current period early (done with close_period, spec §3), on its
-     * owner's calendar: shared by single and bulk done. Refused for a quota in the trash.
+     * owner's calendar, for bulk done. Refused for a quota in the trash.
      */
     const closePeriodStep = (tx: Tx, current: TaskRow) =>
       Effect.gen(function*() {
         if (current.deleted_at !== null) {
           return yield* Effect.fail(ValidationError.of("Cannot close the period of a quota in the trash; restore it first"))
         }
-        yield* quotas.closeEarly(tx, current, yield* calendars.ofTask(current))
+        const last = yield* quotas.closeEarly(tx, current, yield* calendars.ofTask(current))
+        yield* tx.update(TasksTable, current.id, last.writes, { current: last.current })
       })
-
-    /** done with close_period on a quota: its current period closes early (spec §3). */
-    const closePeriod = (user: CurrentUserShape, id: TaskId) =>
-      Effect.gen(function*() {
-        yield* queries.getJson(user, id)
-        yield* quotas.rollover(id)
-        return yield* mutations.run({ user, action: "done" }, (tx) =>
-          Effect.gen(function*() {
-            const current = yield* queries.lockVisible(user, id)
-            yield* closePeriodStep(tx, current)
-            const task = yield* queries.wire(id)
-            tx.describe(`Closed the current period of ${quoted(current.title)} early`)
-            return { ...task, was_recurring: false, next_due_at: null }
-          }))
-      })
-
-    const done = (user: CurrentUserShape, id: TaskId, options: { readonly closePeriod: boolean } = { closePeriod: false }) =>
-      Effect.flatMap(options.closePeriod ? isQuotaTask(user, id) : Effect.succeed(false), (quota) =>
-        quota ? closePeriod(user, id) : markDone(user, id))
-
-    const isQuotaTask = (user: CurrentUserShape, id: TaskId) =>
-      Effect.map(queries.lockVisible(user, id), isQuota)
 
     /**
-     * Marks a locked task done inside a transaction: shared by single and bulk done. The next
-     * occurrence is on the owner's calendar, whoever completes it (README: whose calendar);
-     * a caller that locked the task with it (`lockForWrite`) passes it along. As the last
-     * write of a single done, it goes out with the commit statement (`Tx.updateAtCommit`).
+     * Marks a locked task done inside a bulk transaction. The next occurrence is on the
+     * owner's calendar, whoever completes it (README: whose calendar).
      */
-    const doneStep = (tx: Tx, current: TaskRow, single?: { readonly calendar: PeriodSettings }) =>
+    const doneStep = (tx: Tx, current: TaskRow) =>
       Effect.gen(function*() {
         const id = current.id
-        const { zone } = single?.calendar ?? (yield* calendars.ofTask(current))
+        const { zone } = yield* calendars.ofTask(current)
         const plan = yield* planDone(current, zone, tx.now)
         // The completion record is inserted by the UPDATE's statement.
         const write = { current, alsoInsert: insertion(CompletionsTable, completionRow(tx, current, plan.dueAtWas, plan.dueAtNext)) }
-        const { wire: task } = single === undefined
-          ? yield* tx.updateWire(TasksTable, id, plan.writes, write)
-          : yield* tx.updateAtCommit(TasksTable, id, plan.writes, write)
+        const { wire: task } = yield* tx.updateWire(TasksTable, id, plan.writes, write)
         tx.count("completions")
         tx.emit({ event: "task.completed", taskId: id, data: { task: task as JsonValue } })
         return { ...task, was_recurring: plan.wasRecurring, next_due_at: plan.nextDueAt }
       })
 
-    const markDone = (user: CurrentUserShape, id: TaskId) =>
-      mutations.run({ user, action: "done" }, (tx) =>
+    /**
+     * done, one transaction that locks the task once, with its owner's calendar. A plain
+     * done's UPDATE and completion record go out with the commit statement
+     * (`Tx.updateAtCommit`). With close_period on a quota, its ended periods are rolled over
+     * first (`Quotas.rolloverStep`), then its current period closes early (spec §3), its
+     * last write going out with the commit statement too.
+     */
+    const doneWith = <X>(run: Runner<X>, user: CurrentUserShape, id: TaskId, options: DoneOptions) =>
+      run({ user, action: "done" }, (tx) =>
         Effect.gen(function*() {
           const { calendar, current } = yield* queries.lockForWrite(user, id)
-          const result = yield* doneStep(tx, current, { calendar })
+          if (options.closePeriod && isQuota(current)) {
+            const row = yield* quotas.rolloverStep(tx, current, calendar)
+            if (row.deleted_at !== null) {
+              return yield* Effect.fail(ValidationError.of("Cannot close the period of a quota in the trash; restore it first"))
+            }
+            const last = yield* quotas.closeEarly(tx, row, calendar)
+            const { wire } = yield* tx.updateAtCommit(TasksTable, id, last.writes, { current: last.current })
+            tx.describe(`Closed the current period of ${quoted(current.title)} early`)
+            return wire.with({ was_recurring: false, next_due_at: null })
+          }
+          const plan = yield* planDone(current, calendar.zone, tx.now)
+          // The completion record is inserted by the UPDATE's statement.
+          const write = { current, alsoInsert: insertion(CompletionsTable, completionRow(tx, current, plan.dueAtWas, plan.dueAtNext)) }
+          const { wire } = yield* tx.updateAtCommit(TasksTable, id, plan.writes, write)
+          tx.count("completions")
+          tx.emit({ event: "task.completed", taskId: id, data: { task: wire } })
           tx.describe(`Marked ${quoted(current.title)} done`)
-          return result
+          return wire.with({ was_recurring: plan.wasRecurring, next_due_at: plan.nextDueAt })
         }))
 
     const undone = (user: CurrentUserShape, id: TaskId) =>
@@ -179,6 +180,12 @@ export class TaskLifecycle extends Effect.Service<TaskLifecycle>()("steady/TaskL
           return result
         }))
 
-    return { done, undone, skip, snooze, doneStep, closePeriodStep, skipStep, snoozeStep } as const
+    const done = (user: CurrentUserShape, id: TaskId, options: DoneOptions = { closePeriod: false }) =>
+      doneWith(mutations.run, user, id, options)
+    /** `done` under an Idempotency-Key: the answer is recorded with the key by the same statement. */
+    const doneKeyed = (user: CurrentUserShape, id: TaskId, options: DoneOptions, keyed: KeyedAnswer) =>
+      doneWith(mutations.keyed(keyed), user, id, options)
+
+    return { done, doneKeyed, undone, skip, snooze, doneStep, closePeriodStep, skipStep, snoozeStep } as const
   })
 }) {}

@@ -1,10 +1,10 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { Fragment } from "@effect/sql/Statement"
 import { Effect } from "effect"
-import type { DomainEvent, RowChange, StatName } from "../changes/Changes.js"
-import type { MutationOptions } from "./Mutations.js"
+import type { DayStats, MutationOptions, TxChange, TxEvent } from "./Mutations.js"
 import { changesInsert, type entriesOf } from "../changes/ChangeLog.js"
-import { membersSql, PENDING_ID_JSON, PENDING_ROW_MEMBER, PENDING_WIRE_JSON, STAND_IN_ID } from "./CommitStandIns.js"
+import { holdsPending, membersSql, PENDING_ID_JSON, PENDING_ROW_MEMBER, PendingId, withWireSql } from "./Pending.js"
+import { KEYED_CONTENT_TYPE, type KeyedAnswer, recordSql } from "./IdempotencyRecord.js"
 import { addToDays } from "./DailyStatsTable.js"
 import { entryWrites } from "../undo/UndoLog.js"
 import { deliveryWrites, outboxWrites } from "../webhooks/WebhookDeliveries.js"
@@ -13,7 +13,7 @@ import { deliveryWrites, outboxWrites } from "../webhooks/WebhookDeliveries.js"
 export interface Deferred {
   readonly target: Fragment
   readonly inserted: Fragment | undefined
-  /** A deferred INSERT's `inserted` also renders the row: the undo entry's stand-in gets it. */
+  /** A deferred INSERT's `inserted` also renders the row: the undo entry's pending row gets it. */
   readonly insertsRow?: boolean
 }
 
@@ -21,12 +21,14 @@ export interface Deferred {
 export interface CommitInput {
   readonly options: MutationOptions
   readonly now: Date
-  readonly changes: ReadonlyArray<RowChange>
-  readonly events: ReadonlyArray<DomainEvent>
-  readonly stats: ReadonlyMap<string, Record<StatName, number>>
+  readonly changes: ReadonlyArray<TxChange>
+  readonly events: ReadonlyArray<TxEvent>
+  readonly stats: ReadonlyMap<string, DayStats>
   readonly description: string
   readonly feed: ReturnType<typeof entriesOf>
   readonly deferred: Deferred | undefined
+  /** A keyed write's record: its answer's text, rendered from the body's result (`Pending` markers in it). */
+  readonly record: { readonly keyed: KeyedAnswer; readonly body: string; readonly now: Date } | undefined
 }
 
 /**
@@ -34,14 +36,11 @@ export interface CommitInput {
  * COMMIT: redo purge and undo entry, outbox events, a delivery per matching active
  * webhook with its body frozen now (CONTRACT §9), the overflow drop, the day's
  * statistics, and the change-feed rows (their wake-up, NOTIFY included, follows the commit).
- * Parts with nothing to write are left out of the text. Returns the undo entry's id and
- * how many delivery rows were written.
+ * A keyed write's record goes in it too. Parts with nothing to write are left out of the
+ * text. Returns the undo entry's id, how many delivery rows were written, and the wire JSON
+ * text of the deferred write.
  */
-export const commitStatement = (
-  sql: SqlClient.SqlClient,
-  input: CommitInput,
-  record: ((wire: Fragment | undefined) => Fragment) | undefined
-) => {
+export const commitStatement = (sql: SqlClient.SqlClient, input: CommitInput) => {
   const { changes, events, feed, options } = input
   const userId = options.user.id
   const at = input.now.toISOString()
@@ -51,12 +50,10 @@ export const commitStatement = (
     ctes.push(deferred.target)
     if (deferred.inserted !== undefined) ctes.push(deferred.inserted)
   }
-  // The stand-ins of `updateAtCommit`, replaced by what the deferred write returns.
+  // What the body left pending, replaced by what the deferred write returns.
   const withPending = (json: string) => {
     let out: Fragment = sql`${json}::text`
-    if (deferred !== undefined && json.includes(PENDING_WIRE_JSON)) {
-      out = sql`replace(${out}, ${PENDING_WIRE_JSON}, (SELECT wire FROM target))`
-    }
+    if (deferred !== undefined && holdsPending(json)) out = withWireSql(sql, out, sql`(SELECT wire FROM target)`)
     if (deferred?.inserted !== undefined && json.includes(PENDING_ID_JSON)) {
       out = sql`replace(${out}, ${PENDING_ID_JSON}, (SELECT id FROM inserted)::text)`
     }
@@ -86,12 +83,12 @@ export const commitStatement = (
       body: JSON.stringify({ event: e.event, timestamp: at, data: e.data })
     }))
     // A deferred row's wire JSON goes into the payloads and the frozen bodies here.
-    const pending = deferred !== undefined && rows.some((r) => r.body.includes(PENDING_WIRE_JSON))
+    const pending = deferred !== undefined && rows.some((r) => holdsPending(r.body))
     ctes.push(
       pending
         ? sql`events AS (
-          SELECT e.n, e.event, e.task_id, replace(e.payload, ${PENDING_WIRE_JSON}, w.wire)::jsonb AS payload,
-            replace(e.body, ${PENDING_WIRE_JSON}, w.wire) AS body
+          SELECT e.n, e.event, e.task_id, ${withWireSql(sql, sql`e.payload`, sql`w.wire`)}::jsonb AS payload,
+            ${withWireSql(sql, sql`e.body`, sql`w.wire`)} AS body
           FROM jsonb_to_recordset((${withPending(JSON.stringify(rows))})::jsonb)
             AS e(n integer, event text, task_id integer, payload text, body text)
           CROSS JOIN (SELECT wire FROM target) w)`
@@ -102,18 +99,23 @@ export const commitStatement = (
     )
     ctes.push(outboxWrites(sql, userId, at), deliveryWrites(sql, userId, at))
   }
-  const days = [...input.stats].filter(([, s]) => s.completions !== 0 || s.tasks_created !== 0 || s.snoozes !== 0)
+  const days = [...input.stats.values()].filter(({ counts: s }) => s.completions !== 0 || s.tasks_created !== 0 || s.snoozes !== 0)
   if (days.length > 0) {
-    ctes.push(sql`stats AS (${addToDays(sql, days.map(([date, s]) => ({ user_id: userId, date, ...s })))})`)
+    ctes.push(sql`stats AS (${addToDays(sql, days.map((d) => ({ user_id: d.userId, date: d.date, ...d.counts })))})`)
   }
   if (feed.length > 0) {
     ctes.push(sql`feed AS (${
-      changesInsert(sql, input.now, feed, deferred?.insertsRow === true ? { json: withPending, tasks: sql`target`, stands: (id) => id === STAND_IN_ID } : undefined)
+      changesInsert(sql, input.now, feed, deferred?.insertsRow === true ? { json: withPending, tasks: sql`target`, stands: (id) => id instanceof PendingId } : undefined)
     })`)
   }
   // A data-modifying CTE runs whether or not anything reads it.
+  const { record } = input
   if (record !== undefined) {
-    ctes.push(sql`recorded AS (${record(deferred === undefined ? undefined : sql`(SELECT wire FROM target)`)})`)
+    const body = deferred !== undefined && holdsPending(record.body)
+      ? withWireSql(sql, sql`${record.body}::text`, sql`(SELECT wire FROM target)`)
+      : sql`${record.body}::text`
+    const answer = { status: record.keyed.status, contentType: KEYED_CONTENT_TYPE, body }
+    ctes.push(sql`recorded AS (${recordSql(sql, record.keyed.request, answer, record.now)})`)
   }
   const fed = feed.length > 0
   if (ctes.length === 0) return Effect.succeed({ undoId: null, deliveries: 0, wire: null, fed })

@@ -1,75 +1,28 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
-import type { Fragment } from "@effect/sql/Statement"
 import type { Connection } from "@effect/sql/SqlConnection"
 import { Cause, Effect, Exit, Scope } from "effect"
-import { IDEMPOTENCY_TTL_MS, MAX_IDEMPOTENCY_KEYS_PER_USER } from "./IdempotencyKey.js"
+import { MAX_IDEMPOTENCY_KEYS_PER_USER } from "./IdempotencyKey.js"
 import { holdingIn, runHeld } from "./AfterCommit.js"
-import { commitHandover, flushing, makeHandover } from "./CommitHandover.js"
-import { spliceWire, spliceWireSql } from "./CommitStandIns.js"
+import { type KeyedRequest, KeyRefused, isRefusal, lockName, recordSql, type StoredAnswer } from "./IdempotencyRecord.js"
 import { type Local, locallyAll } from "../kernel/FiberLocals.js"
 import { control, onTransactionConnection } from "../sql/LeanStatements.js"
 import { commitWithNextStatement } from "../sql/PgGuard.js"
 import { now as clockNow } from "../kernel/ServiceClock.js"
 import { spanWhenTraced } from "../kernel/Tracing.js"
 import { CONFLICT_RETRIES, runAgainAfter } from "../sql/TransactionConflicts.js"
-import type { UserId } from "../kernel/Ids.js"
 
-/** A keyed request: whose key, and what the request was (method, path, body hashed). */
-export interface KeyedRequest {
-  readonly userId: UserId
-  readonly key: string
-  readonly fingerprint: string
-}
-
-/** The answer kept for a key and replayed to its retries. */
-export interface StoredAnswer {
-  readonly status: number
-  readonly contentType: string | null
-  readonly body: string
-}
+export type { KeyedRequest, StoredAnswer } from "./IdempotencyRecord.js"
 
 export type Outcome<A> =
-  /**
-   * The write ran now; `value` is what it answered (stored with the key when it succeeded).
-   * `answer`, when present, is what to send instead: `value`'s body with the wire JSON of a
-   * commit statement that went out with the record spliced in (`CommitHandover`).
-   */
-  | { readonly _tag: "Ran"; readonly value: A; readonly answer?: StoredAnswer }
+  /** The write ran now; `value` is what it answered (stored with the key when it succeeded). */
+  | { readonly _tag: "Ran"; readonly value: A }
   /** A retry: the first answer, unchanged. */
   | { readonly _tag: "Replay"; readonly answer: StoredAnswer }
   /** The first request with this key is still running. */
   | { readonly _tag: "Busy" }
   /** The key was first used for another request (method, path or body). */
   | { readonly _tag: "Mismatch" }
-
-/**
- * How the record refuses (steady_idempotency_busy): SK409 when another transaction holds the key; a
- * unique violation of the records' primary key when the key has a record already (live, or
- * expired and not purged yet).
- */
-const KEY_BUSY = "SK409"
-const UNIQUE_VIOLATION = "23505"
-const RECORDS_KEY = "idempotency_keys_pkey"
-
-const pgFieldsOf = (error: unknown): { readonly code?: unknown; readonly constraint?: unknown } | undefined => {
-  const cause = error instanceof SqlError ? error.cause : undefined
-  return typeof cause === "object" && cause !== null ? cause : undefined
-}
-
-const isRefusal = (error: unknown): boolean => {
-  const fields = pgFieldsOf(error)
-  if (fields === undefined) return false
-  return fields.code === KEY_BUSY || (fields.code === UNIQUE_VIOLATION && fields.constraint === RECORDS_KEY)
-}
-
-const lockName = (request: KeyedRequest) => `${request.userId}:${request.key}`
-
-/** The answer with a handed-over write's wire JSON in place of its stand-in (the same answer if none). */
-const spliced = (answer: StoredAnswer, wire: string | null): StoredAnswer => {
-  const body = spliceWire(answer.body, wire)
-  return body === answer.body ? answer : { ...answer, body }
-}
 
 /** Leaves the transaction by rolling it back, with the outcome to answer. */
 class RollBack<A> {
@@ -109,20 +62,6 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
     const DROP_EXPIRED = "DELETE FROM idempotency_keys WHERE user_id = $1 AND key = $2 AND expires_at <= $3::timestamptz"
 
     /**
-     * The record, at the end of the write (migrations 0017, 0029): it takes the key's advisory
-     * lock and stores the answer, or refuses (`isRefusal`): SK409 from the CASE's ELSE branch,
-     * evaluated only when the lock is refused, or the primary key's 23505 for a recorded key. On
-     * a PostgreSQL server COMMIT goes out with it, and a failure means the COMMIT never runs.
-     */
-    const recordStatement = (request: KeyedRequest, answer: StoredAnswer, now: Date, wire: Fragment | undefined) =>
-      sql`INSERT INTO idempotency_keys (user_id, key, fingerprint, status, content_type, body, created_at, expires_at)
-        SELECT ${request.userId}, ${request.key}, ${request.fingerprint}, ${answer.status}::integer, ${answer.contentType}::text,
-          ${spliceWireSql(sql, answer.body, wire)},
-          CASE WHEN pg_try_advisory_xact_lock(hashtextextended(${lockName(request)}, 0)) THEN ${now.toISOString()}::timestamptz
-            ELSE steady_idempotency_busy() END,
-          ${new Date(now.getTime() + IDEMPOTENCY_TTL_MS).toISOString()}::timestamptz`
-
-    /**
      * The outcome a key already has, if any: a replay, a mismatch, or busy elsewhere; or
      * EXPIRED when only an expired record stands in its way.
      */
@@ -141,18 +80,62 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
         }
       ).pipe(Effect.orDie)
 
+    /** Runs `attempt` holding the key's slot in this process: a duplicate arriving meanwhile is Busy at once. */
+    const holdingSlot = <A, E, R>(request: KeyedRequest, attempt: (now: Date) => Effect.Effect<Outcome<A>, E, R>) =>
+      Effect.suspend(() => {
+        const slot = lockName(request)
+        if (running.has(slot)) return Effect.succeed<Outcome<A>>({ _tag: "Busy" })
+        running.add(slot)
+        return Effect.flatMap(clockNow, attempt).pipe(
+          // However the write ended (answered, failed, died), the key is free again after it.
+          Effect.ensuring(Effect.sync(() => running.delete(slot))),
+          Effect.uninterruptible
+        )
+      })
+
+    /** Drops an expired record in the way of the key's new one. */
+    const dropExpired = (request: KeyedRequest, now: Date) =>
+      Effect.orDie(sql.unsafe(DROP_EXPIRED, [request.userId, request.key, now.toISOString()]))
+
     /**
-     * Runs `write` once per key: in one transaction with the record of its answer, so a
-     * write never commits without it. The services' own transactions nest as savepoints.
+     * A keyed write that records its own answer (`Mutations.runKeyed`, given a `KeyedAnswer`
+     * for `request`): the write's commit statement stores the answer with the key, in the
+     * write's own transaction, or is refused (`KeyRefused`, everything rolled back) when the
+     * key has a record or another transaction holds it. A refused write answers what the key
+     * holds: the first answer (a retry), a mismatch, or busy. An expired record in the way is
+     * dropped and the write runs again. The write's own errors are its answer: they are not
+     * kept, and the key stays free.
+     */
+    const keyed = <A, E, R>(request: KeyedRequest, write: Effect.Effect<A, E | KeyRefused, R>): Effect.Effect<Outcome<A>, E, R> =>
+      holdingSlot(request, (now) => {
+        const attempt = (n: number): Effect.Effect<Outcome<A>, E, R> =>
+          Effect.catchIf(
+            Effect.map(write, (value): Outcome<A> => ({ _tag: "Ran", value })),
+            (error): error is KeyRefused => error instanceof KeyRefused,
+            () =>
+              Effect.flatMap(settled<A>(request, now), (found): Effect.Effect<Outcome<A>, E, R> => {
+                if (found === undefined) return Effect.succeed({ _tag: "Busy" })
+                if (found !== EXPIRED) return Effect.succeed(found)
+                // Bounded like the runs again after a conflict.
+                if (n >= CONFLICT_RETRIES) return Effect.succeed({ _tag: "Busy" })
+                return Effect.zipRight(dropExpired(request, now), attempt(n + 1))
+              })
+          )
+        return spanWhenTraced("Idempotency.keyed")(attempt(0))
+      })
+
+    /**
+     * Runs `write`, an HTTP request's whole handling, once per key for the writes that do not
+     * record their own answer (`keyed`): in one transaction with the record of its answer, so
+     * a write never commits without it. The services' own transactions nest as savepoints.
      * `keep` says what to store; `undefined` (an error answer) rolls everything back and
      * leaves the key free. After-commit work of the write (wake-ups) waits for the commit.
      *
-     * The key is checked at the end, not claimed first: a first request (nearly every
-     * keyed request) then costs one statement more than an unkeyed write, the record,
-     * which carries the COMMIT. A retry runs the write again inside the transaction, finds
-     * the record refusing, rolls back and replays what is stored; so does a retry whose
-     * write now fails (a done task, a deleted one). Writes only touch the database before
-     * COMMIT (after-commit work is held), so the rolled-back run leaves nothing behind.
+     * The key is checked at the end, not claimed first: a retry runs the write again inside
+     * the transaction, finds the record refusing, rolls back and replays what is stored; so
+     * does a retry whose write now fails (a done task, a deleted one). Writes only touch the
+     * database before COMMIT (after-commit work is held), so the rolled-back run leaves
+     * nothing behind.
      */
     const run = <A, E, R>(
       request: KeyedRequest,
@@ -160,47 +143,23 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
       keep: (value: A) => Effect.Effect<StoredAnswer | undefined>,
       locals: ReadonlyArray<Local> = []
     ): Effect.Effect<Outcome<A>, E, R> =>
-      Effect.suspend(() => {
-        const slot = lockName(request)
-        if (running.has(slot)) return Effect.succeed<Outcome<A>>({ _tag: "Busy" })
-        running.add(slot)
-        // Once only: after this run let go, the slot may be a duplicate's that started since.
-        let released = false
-        const release = () => {
-          if (released) return
-          released = true
-          running.delete(slot)
-        }
+      holdingSlot(request, (now) => {
         // The write's statements run on the keyed transaction's connection, its own transaction
-        // nests as a savepoint, its commit statement may be handed over (`commitHandover`), and
-        // its after-commit work waits for this COMMIT: three FiberRefs (and the caller's), set in one go.
-        const transaction = (now: Date, connection: Connection, heldAfterCommit: Array<Effect.Effect<void>>) => {
-          const handover = makeHandover()
+        // nests as a savepoint, and its after-commit work waits for this COMMIT.
+        const transaction = (connection: Connection, heldAfterCommit: Array<Effect.Effect<void>>) => {
           // A recorded key is replayed from its record by the caller; were the record gone again
           // by then, the client retries.
-          const refused = <X>(statement: Effect.Effect<X, SqlError>) =>
-            Effect.catchIf(statement, isRefusal, () => Effect.fail(new RollBack<A>({ _tag: "Busy" })))
-          const record = (value: A, kept: StoredAnswer): Effect.Effect<Outcome<A>, SqlError | RollBack<A>> => {
-            const pending = handover.pending
-            handover.pending = undefined
+          const record = (value: A, answer: StoredAnswer): Effect.Effect<Outcome<A>, SqlError | RollBack<A>> => {
             const commitRides = commitWithNextStatement(connection)
-            // The record goes out with the write's commit statement when the write handed it
-            // over, else on its own; COMMIT rides with whichever is last.
-            const alone = (answer: StoredAnswer) => {
-              const [text, params] = recordStatement(request, answer, now, undefined).compile()
-              return Effect.as(refused(connection.execute(text, params, undefined)), answer)
-            }
-            const recorded: Effect.Effect<StoredAnswer, SqlError | RollBack<A>> = pending !== undefined
-              ? Effect.map(refused(pending.send((wire) => recordStatement(request, kept, now, wire))), (wire) => spliced(kept, wire))
-              : alone(spliced(kept, handover.flushedWire))
-            return Effect.flatMap(recorded, (answer) => {
-              const outcome = (answer === kept ? { _tag: "Ran", value } : { _tag: "Ran", value, answer }) as Outcome<A>
-              return commitRides ? Effect.succeed(outcome) : Effect.as(control(connection, "COMMIT"), outcome)
-            })
+            const [text, params] = recordSql(sql, request, { ...answer, body: sql`${answer.body}::text` }, now).compile()
+            const recorded = Effect.catchIf(
+              connection.execute(text, params, undefined),
+              isRefusal,
+              () => Effect.fail(new RollBack<A>({ _tag: "Busy" }))
+            )
+            const outcome: Outcome<A> = { _tag: "Ran", value }
+            return Effect.zipRight(recorded, commitRides ? Effect.succeed(outcome) : Effect.as(control(connection, "COMMIT"), outcome))
           }
-          // The record runs under the write's settings too: the handed-over statement then finds
-          // its connection where it is (no context of its own to build), and its wake-ups wait
-          // for the COMMIT with the write's.
           const writtenAndRecorded = Effect.flatMap(write, (value) =>
             Effect.flatMap(keep(value), (kept) =>
               kept === undefined ? Effect.fail(new RollBack<A>({ _tag: "Ran", value })) : record(value, kept)))
@@ -209,15 +168,14 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
             locallyAll(writtenAndRecorded, (fiber) => [
               ...locals,
               holdingIn(heldAfterCommit),
-              [commitHandover, handover],
-              onTransactionConnection(fiber.currentContext, flushing(connection, handover), 0)
+              onTransactionConnection(fiber.currentContext, connection, 0)
             ])
           )
         }
         // Whatever this run answered when it did not commit, a key that already has an
         // outcome answers with that (a retry, or a key running elsewhere).
         // EXPIRED: the record was refused for an expired record in the way, which the caller drops.
-        const failed = (now: Date, cause: Cause.Cause<unknown>): Effect.Effect<Outcome<A> | typeof EXPIRED, E> => {
+        const failed = (cause: Cause.Cause<unknown>): Effect.Effect<Outcome<A> | typeof EXPIRED, E> => {
           const failure = Cause.failureOrCause(cause)
           if (failure._tag === "Right") return Effect.failCause(failure.right)
           const error = failure.left
@@ -229,23 +187,18 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
           )
         }
         // Once the transaction has ended either way (a ROLLBACK also after a failed COMMIT,
-        // which PostgreSQL only warns about), the connection goes back to the pool. The slot is
-        // free once the outcome is known: a duplicate arriving then finds the record (committed)
-        // or runs afresh (rolled back). After-commit work runs only after a COMMIT.
-        const committed = (now: Date, attempt: number): Effect.Effect<Outcome<A>, E, R> =>
+        // which PostgreSQL only warns about), the connection goes back to the pool. After-commit
+        // work runs only after a COMMIT.
+        const committed = (attempt: number): Effect.Effect<Outcome<A>, E, R> =>
           Effect.flatMap(Scope.make(), (scope) => {
             const heldAfterCommit: Array<Effect.Effect<void>> = []
             let reserved: Connection | undefined
             const ran = Effect.flatMap(Scope.extend(sql.reserve, scope), (connection) => {
               reserved = connection
-              return transaction(now, connection, heldAfterCommit)
+              return transaction(connection, heldAfterCommit)
             })
             return Effect.matchCauseEffect(ran, {
-              onSuccess: (outcome) => {
-                // Free before the after-commit work: a duplicate arriving now finds the record.
-                release()
-                return Effect.zipRight(Scope.close(scope, Exit.void), Effect.as(runHeld(heldAfterCommit), outcome))
-              },
+              onSuccess: (outcome) => Effect.zipRight(Scope.close(scope, Exit.void), Effect.as(runHeld(heldAfterCommit), outcome)),
               onFailure: (cause) => {
                 const rolledBack = reserved === undefined ? Effect.void : Effect.ignore(control(reserved, "ROLLBACK"))
                 return rolledBack.pipe(
@@ -253,27 +206,19 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
                   // Ended by PostgreSQL for a conflict: the whole keyed write runs again, still holding the key.
                   Effect.zipRight(runAgainAfter(cause, attempt)),
                   Effect.flatMap((again) =>
-                    again ? committed(now, attempt + 1) : Effect.flatMap(failed(now, cause), (outcome): Effect.Effect<Outcome<A>, E, R> => {
+                    again ? committed(attempt + 1) : Effect.flatMap(failed(cause), (outcome): Effect.Effect<Outcome<A>, E, R> => {
                       if (outcome !== EXPIRED) return Effect.succeed(outcome)
                       // Refused for an expired record in the way: still holding the key, it goes and the
                       // write runs again (bounded like the runs again after a conflict).
                       if (attempt >= CONFLICT_RETRIES) return Effect.succeed({ _tag: "Busy" })
-                      return Effect.zipRight(
-                        Effect.orDie(sql.unsafe(DROP_EXPIRED, [request.userId, request.key, now.toISOString()])),
-                        committed(now, attempt + 1)
-                      )
+                      return Effect.zipRight(dropExpired(request, now), committed(attempt + 1))
                     })
                   )
                 )
               }
             })
           })
-        return Effect.flatMap(clockNow, (now) => committed(now, 0)).pipe(
-          // However the write ended (answered, failed, died), the key is free again after it.
-          Effect.ensuring(Effect.sync(release)),
-          Effect.uninterruptible,
-          spanWhenTraced("Idempotency.run")
-        ) as Effect.Effect<Outcome<A>, E, R>
+        return spanWhenTraced("Idempotency.run")(committed(0))
       })
 
     /** Drops expired records, and a user's oldest beyond the cap; returns how many went. */
@@ -298,6 +243,10 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
       return expired!.n + over!.n
     }).pipe(Effect.orDie, Effect.withSpan("Idempotency.purge"))
 
-    return { run, purge } as const
+    /** What a key holds now for `request`: the outcome to answer, or nothing (free, or only expired). */
+    const settledOutcome = (request: KeyedRequest): Effect.Effect<Outcome<never> | undefined> =>
+      Effect.flatMap(clockNow, (now) => Effect.map(settled<never>(request, now), (found) => (found === EXPIRED ? undefined : found)))
+
+    return { keyed, run, settledOutcome, purge } as const
   })
 }) {}

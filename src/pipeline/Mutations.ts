@@ -1,23 +1,20 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { Fragment } from "@effect/sql/Statement"
-import type { Connection } from "@effect/sql/SqlConnection"
-import { Context, Effect, Option } from "effect"
-import type { ActionName, DomainEvent, RowChange, StatName } from "../changes/Changes.js"
+import { Effect, Option } from "effect"
+import type { ActionName, EventName, RowChange, StatName } from "../changes/Changes.js"
 import { type JsonValue, type Row, sameValue } from "../kernel/Json.js"
 import { localDate } from "../kernel/LocalTime.js"
 import type { CurrentUserShape } from "../kernel/CurrentUser.js"
 import { now as clockNow } from "../kernel/ServiceClock.js"
 import type { Writes } from "./Rows.js"
-import { decodeRow, fieldOf, kindOf, normalizeRow, normalizeValue, rowJson, rowJsonSql, sqlCast, sqlParam, type TableRow, type TableSpec } from "./Tables.js"
+import { decodedRow, fieldOf, kindOf, normalizeRow, normalizeValue, rowJsonSql, sqlCast, sqlParam, type TableRow, type TableSpec } from "./Tables.js"
 import { ChangeWakeup } from "../changes/ChangeWakeup.js"
 import { entriesOf } from "../changes/ChangeLog.js"
 import { WebhookWakeup } from "../webhooks/WebhookWakeup.js"
 import { commitWithNextStatement } from "../sql/PgGuard.js"
-import { commitHandover, type Handover, type PendingCommit } from "./CommitHandover.js"
-import { locallyAll } from "../kernel/FiberLocals.js"
-import { onTransactionConnection } from "../sql/LeanStatements.js"
 import { commitStatement, type Deferred } from "./CommitStatement.js"
-import { PENDING_ID, PENDING_ROW_KEY, resolvePending, STAND_IN_ID, standInWire } from "./CommitStandIns.js"
+import { Pending, PendingId, PENDING_ROW_KEY, withWire } from "./Pending.js"
+import { type KeyedAnswer, KeyRefused, isRefusal } from "./IdempotencyRecord.js"
 
 /**
  * What a mutation body writes through. Every row write goes through `insert`, `update`
@@ -43,22 +40,22 @@ export interface Tx {
   ) => Effect.Effect<{ readonly fields: ReadonlyArray<string>; readonly wire: W }>
   /**
    * `updateWire` for the LAST write of a single-row mutation: the UPDATE (and `alsoInsert`)
-   * go out as the first CTEs of the commit statement, saving a round trip. The wire JSON
-   * does not exist yet; what comes back stands for it: put it in events' data and spread it
-   * into the body's result (`{ ...wire, more }`), where the commit statement's rendering
-   * replaces it. Read nothing from it, and read no row after this call. Once per mutation.
+   * go out as the first CTEs of the commit statement, saving a round trip. The wire JSON is
+   * rendered by that statement: `wire` is `Pending` until then. Put it in events' data, and
+   * return it (or `wire.with({ more })`) as the body's result: the mutation answers with the
+   * rendered value. Read no row after this call. Once per mutation.
    */
   readonly updateAtCommit: <R extends TableRow, W>(
     table: TableSpec<R, W>,
     id: R["id"],
     values: Writes<R>,
     options: UpdateOptions<R> & { readonly current: R }
-  ) => Effect.Effect<{ readonly fields: ReadonlyArray<string>; readonly wire: W }>
+  ) => Effect.Effect<{ readonly fields: ReadonlyArray<string>; readonly wire: Pending<W> }>
   /**
    * An insert for the LAST write of a single-row create: the INSERT goes out as the first
-   * CTE of the commit statement, so a create is one round trip. What comes back stands for
-   * the new row: `wire` as for `updateAtCommit`; `id` a stand-in that may only be passed on
-   * (events' `taskId`). Once per mutation, and no other deferred write.
+   * CTE of the commit statement, so a create is one round trip. `wire` as for
+   * `updateAtCommit`; `id` is pending too (an event's `taskId`). Once per mutation, and no
+   * other deferred write.
    */
   readonly insertAtCommit: <R extends TableRow, W>(
     table: TableSpec<R, W>,
@@ -71,20 +68,61 @@ export interface Tx {
   readonly remove: (table: TableSpec<TableRow>, id: number) => Effect.Effect<void>
   /** Reads a row and locks it for the rest of the transaction. */
   readonly lock: <R extends TableRow>(table: TableSpec<R>, id: R["id"]) => Effect.Effect<R | undefined>
-  readonly emit: (event: DomainEvent) => void
+  readonly emit: (event: TxEvent) => void
   /** Adds to the user's daily statistics, on the local date of `at` (default: now). */
   readonly count: (stat: StatName, n?: number, at?: Date) => void
+  /**
+   * Runs `writes` as upkeep the service owes before the user's write (closing a quota's ended
+   * periods): in this transaction, but as a pass of its own would record them: their rows
+   * reach the change feed, not this mutation's undo entry, and what they `count` goes to
+   * `owner`'s statistics on `owner`'s calendar.
+   */
+  readonly upkeep: <A, E, R>(owner: CurrentUserShape, writes: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   readonly describe: (description: string) => void
-  readonly changes: () => ReadonlyArray<RowChange>
 }
 
 /** A row's wire JSON as the database renders it (e.g. `steady_task_json`). */
 export type Wire = Record<string, unknown>
 
 export interface PendingInsert<W> {
-  /** Stands for the new row's id until the commit statement knows it (see `STAND_IN_ID`). */
-  readonly id: number
-  readonly wire: W
+  readonly id: PendingId
+  readonly wire: Pending<W>
+}
+
+/** A domain event as a body emits it: its task and data may be pending (the commit statement renders them). */
+export interface TxEvent {
+  readonly event: EventName
+  readonly taskId: number | PendingId | null
+  readonly data: { readonly [k: string]: JsonValue | Pending<unknown> }
+}
+
+/** A user's counts on one local date. */
+export interface DayStats {
+  readonly userId: number
+  readonly date: string
+  readonly counts: Record<StatName, number>
+}
+
+/** A row change as the pipeline records it: an inserted row's id may be pending. */
+export type TxChange = RowChange<number | PendingId>
+
+/**
+ * How a service runs a mutation: `Mutations.run`, or `Mutations.keyed(answer)` for a write
+ * under an Idempotency-Key (which may fail with `X` = `KeyRefused`).
+ */
+export type Runner<X> = <A, E, R>(
+  options: MutationOptions,
+  body: (tx: Tx) => Effect.Effect<A, E, R>
+) => Effect.Effect<Resolved<A>, E | X, R>
+
+/** A body's result as the mutation answers it: a `Pending` becomes the value the commit statement rendered. */
+export type Resolved<A> = A extends Pending<infer W> ? W : A
+
+function resolved<A>(result: A, wire: string | null): Resolved<A>
+function resolved(result: unknown, wire: string | null): unknown {
+  if (!(result instanceof Pending)) return result
+  if (wire === null) throw new Error("A mutation answered with a pending value but deferred no write")
+  return result.resolve(wire)
 }
 
 /** The untyped form of a row's writes, for the pipeline's own bookkeeping (its keys are checked columns). */
@@ -161,7 +199,7 @@ const updateChange = (
   before: Row,
   after: Row,
   guardFields: ReadonlyArray<string> = []
-): RowChange => {
+): TxChange => {
   if (guardFields.length === 0) return { op: "update", table: table.name, id, before, after }
   const guard: Row = Object.fromEntries(guardFields.map((f) => [f, fieldOf(current, f)]))
   return { op: "update", table: table.name, id, before, after, guard }
@@ -217,38 +255,25 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
       ).pipe(Effect.map((rows) => rows[0]?.row))
 
     const lockRow = <R extends TableRow>(table: TableSpec<R>, id: number) =>
-      Effect.map(lockRaw(table, id), (raw) => raw === undefined ? undefined : decodeRow(table, raw))
-
-    /**
-     * The keyed request's slot, when this mutation may hand its commit statement to it: the
-     * first mutation run directly in the request's transaction, whose caller needs no undo id.
-     */
-    const noHandover = Effect.succeed(undefined)
-    const handoverFor = (handsOver: boolean) =>
-      Effect.withFiberRuntime<{ readonly handover: Handover; readonly transaction: readonly [Connection, number] } | undefined>(
-        (fiber) => {
-          if (!handsOver) return noHandover
-          const slot = fiber.getFiberRef(commitHandover)
-          if (slot === undefined || slot.used) return noHandover
-          const transaction = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)
-          // Only a savepoint directly in the request's transaction: one nested deeper could
-          // still be rolled back to by the transaction around it.
-          if (Option.isNone(transaction) || transaction.value[1] !== 1) return noHandover
-          slot.used = true
-          return Effect.succeed({ handover: slot, transaction: transaction.value })
-        }
-      )
+      Effect.map(lockRaw(table, id), (raw) => raw === undefined ? undefined : decodedRow(table, raw).row)
 
     /**
      * Runs `body` in one transaction that also writes the undo entry, the domain events
      * (the webhook outbox) and the day's statistics. A failure anywhere rolls all back.
      */
-    const execute = <A, E, R>(options: MutationOptions, body: (tx: Tx) => Effect.Effect<A, E, R>, handsOver: boolean) =>
+    const execute = <A, E, R>(options: MutationOptions, body: (tx: Tx) => Effect.Effect<A, E, R>, keyed: KeyedAnswer | undefined) =>
       Effect.gen(function*() {
         const now = yield* clockNow
-        const changes: Array<RowChange> = []
-        const events: Array<DomainEvent> = []
-        const stats = new Map<string, Record<StatName, number>>()
+        /** What the undo entry records, and what the change feed reports (upkeep's rows too). */
+        const changes: Array<TxChange> = []
+        const fed: Array<TxChange> = []
+        let upkeepOf: CurrentUserShape | undefined
+        const recordChange = (change: TxChange) => {
+          if (upkeepOf === undefined) changes.push(change)
+          fed.push(change)
+        }
+        const events: Array<TxEvent> = []
+        const stats = new Map<string, DayStats>()
         let deferred: Deferred | undefined
         let description = ""
 
@@ -260,8 +285,8 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
               `INSERT INTO ${table.name} (${columns.join(", ")}) VALUES (${casts.join(", ")}) RETURNING ${rowJsonSql(table, table.name)} AS row`,
               params
             )
-            const row = decodeRow(table, rows[0]!.row)
-            changes.push({ op: "insert", table: table.name, id: row.id, after: rowJson(row) })
+            const { json, row } = decodedRow(table, rows[0]!.row)
+            recordChange({ op: "insert", table: table.name, id: row.id, after: json })
             return row
           }).pipe(Effect.orDie)
 
@@ -297,11 +322,11 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
               [id, ...sent, ...(insert?.params ?? [])]
             )
             if (fields.length > 0) {
-              changes.push(updateChange(table, id, current, before, after, updateOptions?.guard))
+              recordChange(updateChange(table, id, current, before, after, updateOptions?.guard))
             }
             if (also !== undefined) {
-              const row = decodeRow(also.table, rows[0]!.inserted!)
-              changes.push({ op: "insert", table: also.table.name, id: row.id, after: rowJson(row) })
+              const { json, row } = decodedRow(also.table, rows[0]!.inserted!)
+              recordChange({ op: "insert", table: also.table.name, id: row.id, after: json })
             }
             return { fields, wire: rows[0]?.wire ?? {} }
           }).pipe(Effect.orDie)
@@ -324,7 +349,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
               ? sql`target AS (SELECT ${wire} AS wire FROM ${sql.literal(table.name)} WHERE id = ${id})`
               : sql`target AS (UPDATE ${sql.literal(table.name)} SET ${sql.csv(sets)} WHERE id = ${id} RETURNING ${wire} AS wire)`
             if (fields.length > 0) {
-              changes.push(updateChange(table, id, current, before, after, updateOptions.guard))
+              recordChange(updateChange(table, id, current, before, after, updateOptions.guard))
             }
             const also = updateOptions.alsoInsert
             let inserted: Fragment | undefined
@@ -337,15 +362,15 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
                   typedParam(also.table, c, also.values[c]!)
                 ))
               }) RETURNING id)`
-              const row: Row = { id: PENDING_ID, ...normalizeRow(also.table, also.values) }
-              changes.push({ op: "insert", table: also.table.name, id: STAND_IN_ID, after: row })
+              const id = new PendingId()
+              recordChange({ op: "insert", table: also.table.name, id, after: { id: id.toJSON(), ...normalizeRow(also.table, also.values) } })
             }
             deferred = { target, inserted }
             return { fields }
           })
 
         const insertAtCommit = (table: TableSpec<TableRow>, values: Row, computed: Readonly<Record<string, Fragment>> = {}) =>
-          Effect.sync((): void => {
+          Effect.sync((): PendingId => {
             if (deferred !== undefined) throw new Error("insertAtCommit: one deferred write per mutation")
             checkColumns(table, values)
             for (const column of Object.keys(computed)) checkColumns(table, { [column]: null })
@@ -365,17 +390,19 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
             deferred = { target, inserted: sql`inserted AS (SELECT id, row FROM target)`, insertsRow: true }
             // The undo entry's row: the values given, overridden by the row as inserted (a
             // later duplicate key wins in jsonb), which `withPending` splices in.
-            const row: Row = { ...normalizeRow(table, values), id: PENDING_ID }
-            changes.push({ op: "insert", table: table.name, id: STAND_IN_ID, after: { ...row, [PENDING_ROW_KEY]: true } })
+            const id = new PendingId()
+            const row: Row = { ...normalizeRow(table, values), id: id.toJSON() }
+            recordChange({ op: "insert", table: table.name, id, after: { ...row, [PENDING_ROW_KEY]: true } })
+            return id
           })
 
         const tx: Tx = {
           now,
           user: options.user,
           updateAtCommit: <R extends TableRow, W>(table: TableSpec<R, W>, id: number, values: Writes<R>, updateOptions: UpdateOptions<R> & { readonly current: R }) =>
-            Effect.map(updateAtCommit(table, id, untyped(values), updateOptions), ({ fields }) => ({ fields, wire: standInWire<W>() })),
+            Effect.map(updateAtCommit(table, id, untyped(values), updateOptions), ({ fields }) => ({ fields, wire: new Pending<W>() })),
           insertAtCommit: <R extends TableRow, W>(table: TableSpec<R, W>, values: Writes<R>, computed?: Readonly<Record<string, Fragment>>) =>
-            Effect.as(insertAtCommit(table, untyped(values), computed), { id: STAND_IN_ID, wire: standInWire<W>() }),
+            Effect.map(insertAtCommit(table, untyped(values), computed), (id): PendingInsert<W> => ({ id, wire: new Pending<W>() })),
           lock: (table, id) => Effect.orDie(lockRow(table, id)),
           insert: insertRow,
           update: (table, id, values, updateOptions) =>
@@ -392,59 +419,52 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
                 `INSERT INTO ${table.name} (id, ${columns.join(", ")}) VALUES ($1, ${casts.join(", ")})`,
                 [id, ...params]
               )
-              changes.push({ op: "insert", table: table.name, id, after: row })
+              recordChange({ op: "insert", table: table.name, id, after: row })
             }).pipe(Effect.orDie),
           remove: (table, id) =>
             Effect.gen(function*() {
               const current = yield* lockRaw(table, id)
               if (current === undefined) return
               yield* sql.unsafe(`DELETE FROM ${table.name} WHERE id = $1`, [id])
-              changes.push({ op: "delete", table: table.name, id, before: normalizeRow(table, current) })
+              recordChange({ op: "delete", table: table.name, id, before: normalizeRow(table, current) })
             }).pipe(Effect.orDie),
           emit: (event) => {
             events.push(event)
           },
           count: (stat, n = 1, at = now) => {
-            const day = localDate(at, options.user.timezone)
-            const row = stats.get(day) ?? { completions: 0, tasks_created: 0, snoozes: 0 }
-            row[stat] += n
-            stats.set(day, row)
+            const user = upkeepOf ?? options.user
+            const date = localDate(at, user.timezone)
+            const key = `${user.id} ${date}`
+            const day = stats.get(key) ?? { userId: user.id, date, counts: { completions: 0, tasks_created: 0, snoozes: 0 } }
+            day.counts[stat] += n
+            stats.set(key, day)
           },
+          upkeep: (owner, writes) =>
+            Effect.suspend(() => {
+              if (upkeepOf !== undefined) return writes
+              upkeepOf = owner
+              return Effect.ensuring(writes, Effect.sync(() => {
+                upkeepOf = undefined
+              }))
+            }),
           describe: (text) => {
             description = text
-          },
-          changes: () => changes
+          }
         }
 
         const result = yield* body(tx)
-        const input = { options, now, changes, events, stats, description, feed: entriesOf(changes), deferred }
-        const slot = yield* handoverFor(handsOver)
-        if (slot !== undefined) {
-          // The result keeps its stand-in: the keyed request splices the wire into its answer.
-          // Sent later from outside this transaction's scope: it names its connection unless the
-          // keyed request sends it where that connection is already the transaction's.
-          const [connection, depth] = slot.transaction
-          const sendStatement = (record: Parameters<PendingCommit["send"]>[0]) =>
-            Effect.map(Effect.tap(commitStatement(sql, input, record), wakeAfter), (written) => written.wire)
-          slot.handover.pending = {
-            send: (record) =>
-              Effect.withFiberRuntime((fiber) => {
-                const current = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)
-                return Option.isSome(current) && current.value[0] === connection
-                  ? sendStatement(record)
-                  : locallyAll(sendStatement(record), () => [onTransactionConnection(fiber.currentContext, connection, depth)])
-              })
-          }
-          return [result, null] as const
-        }
-        // Our own transaction (not a savepoint in a request-wide one): COMMIT rides with the
-        // commit statement instead of costing a round trip of its own.
+        const record = keyed === undefined ? undefined : { keyed, body: keyed.render(result), now }
+        const input = { options, now, changes, events, stats, description, feed: entriesOf(fed), deferred, record }
+        // Our own transaction (not a savepoint in a caller's): COMMIT rides with the commit
+        // statement instead of costing a round trip of its own.
         const transaction = yield* Effect.serviceOption(SqlClient.TransactionConnection)
         if (Option.isSome(transaction) && transaction.value[1] === 0) commitWithNextStatement(transaction.value[0])
-        const written = yield* Effect.orDie(commitStatement(sql, input, undefined))
+        const written = yield* commitStatement(sql, input).pipe(
+          Effect.catchIf((error) => keyed !== undefined && isRefusal(error), () => Effect.fail(new KeyRefused()))
+        )
+        if (record !== undefined) record.keyed.recorded(written.wire === null ? record.body : withWire(record.body, written.wire))
         yield* wakeAfter(written)
-        const wire = written.wire === null ? undefined : JSON.parse(written.wire) as Wire
-        return [resolvePending(result, wire), written.undoId] as const
+        return [resolved(result, written.wire), written.undoId] as const
       }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
 
     /**
@@ -455,13 +475,28 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
     const wakeAfter = (written: { readonly deliveries: number; readonly fed: boolean }) =>
       Effect.zipRight(written.deliveries > 0 ? wakeup.wake : Effect.void, written.fed ? changeWakeup.wake : Effect.void)
 
-    const runWithUndoId = <A, E, R>(options: MutationOptions, body: (tx: Tx) => Effect.Effect<A, E, R>) =>
-      execute(options, body, false)
+    /** Only a keyed mutation's statement can be refused for its key. */
+    const unkeyed = <A, E, R>(options: MutationOptions, body: (tx: Tx) => Effect.Effect<A, E, R>) =>
+      Effect.catchIf(execute(options, body, undefined), (error): error is KeyRefused => error instanceof KeyRefused, Effect.die)
 
-    /** Inside a keyed request, the first such mutation hands its commit statement over (`CommitHandover`). */
+    const runWithUndoId = <A, E, R>(options: MutationOptions, body: (tx: Tx) => Effect.Effect<A, E, R>) => unkeyed(options, body)
+
     const run = <A, E, R>(options: MutationOptions, body: (tx: Tx) => Effect.Effect<A, E, R>) =>
-      Effect.map(execute(options, body, true), ([result]) => result)
+      Effect.map(unkeyed(options, body), ([result]) => result)
 
-    return { run, runWithUndoId } as const
+    /**
+     * `run` for a write under an Idempotency-Key (see `Idempotency.keyed`): the commit
+     * statement also records `keyed`'s answer, rendered from the body's result, in a CTE of its
+     * own, so the record costs no round trip. Fails with `KeyRefused`, everything rolled back,
+     * when the key already has a record or another transaction holds it.
+     */
+    const runKeyed = <A, E, R>(options: MutationOptions, keyed: KeyedAnswer, body: (tx: Tx) => Effect.Effect<A, E, R>) =>
+      Effect.map(execute(options, body, keyed), ([result]) => result)
+
+    /** `runKeyed` with `keyed` given, as a `Runner`. */
+    const keyed = (answer: KeyedAnswer): Runner<KeyRefused> => (options, body) => runKeyed(options, answer, body)
+
+    const plain: Runner<never> = run
+    return { run: plain, runKeyed, keyed, runWithUndoId } as const
   })
 }) {}

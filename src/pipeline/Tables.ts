@@ -16,10 +16,8 @@ type KindFor<T> = [JsonValue] extends [T] ? ColumnKind
   : [T] extends [string | null] ? "text" | "ts"
   : "json"
 
-/** Every row has an integer id; the rest is the table's. */
-export interface TableRow {
-  readonly id: number
-}
+/** Every row has an integer id; the rest is the table's. A type, not an interface: a row reads as a record of its columns. */
+export type TableRow = { readonly id: number }
 
 /** A row whose columns are known only at run time (the undo log replays rows by table name). */
 export type AnyRow = TableRow & Row
@@ -49,11 +47,11 @@ export interface TableSpec<R extends TableRow = AnyRow, W = unknown> {
 export const kindOf = (table: TableSpec<TableRow>, column: string): ColumnKind | undefined =>
   (table.columns as Readonly<Record<string, ColumnKind>>)[column]
 
-/** A decoded row as the undo log's JSON row: typed rows hold JSON values only (`decodeRow`). */
-export const rowJson = (row: TableRow): Row => row as unknown as Row
-
 /** A column's value in a row of any table, as the undo log holds it. */
-export const fieldOf = (row: TableRow, column: string): JsonValue => rowJson(row)[column] ?? null
+export const fieldOf = (row: TableRow, column: string): JsonValue => {
+  const columns: Readonly<Record<string, unknown>> = row
+  return normalizeValue(undefined, columns[column])
+}
 
 /**
  * A row of `table` under `alias` as jsonb, without its generated columns: the pipeline's
@@ -209,15 +207,46 @@ export const normalizeRow = (table: TableSpec<TableRow>, raw: Readonly<Record<st
   return out
 }
 
+/** Whether a value fits a column of this kind (null fits any: the row types say which columns may hold it). */
+const fitsKind = (kind: ColumnKind, value: JsonValue): boolean => {
+  if (value === null) return true
+  switch (kind) {
+    case "int":
+      return Number.isSafeInteger(value)
+    case "text":
+    case "ts":
+      return typeof value === "string"
+    case "bool":
+      return typeof value === "boolean"
+    case "json":
+      return true
+  }
+}
+
+/** Whether a normalised row holds an integer id and a value of its kind in every column of `table`. */
+const isRowOf = <R extends TableRow>(table: TableSpec<R>, row: Row): row is Row & R =>
+  Number.isSafeInteger(row.id) &&
+  Object.entries<ColumnKind>(table.columns).every(([column, kind]) => column in row && fitsKind(kind, row[column]!))
+
 /**
  * A whole row as PostgreSQL gives it (`to_jsonb`, see `rowJsonSql`), decoded into the
- * table's row type. jsonb already carries numbers, booleans and JSON as such; only
- * timestamps need decoding (to `toISOString` text), so this is the row's decoder, at a
- * fraction of a schema decode's cost on every locked row. `test/wire-schema.test.ts` holds
- * it to the row schemas (`pipeline/Rows.ts`) over real rows of both databases.
+ * table's row type (`row`) and as the undo log keeps it (`json`, the same object). jsonb
+ * already carries numbers, booleans and JSON as such; only timestamps need decoding (to
+ * `toISOString` text); each column is then checked against its kind. That is the row's
+ * decoder, at a fraction of a schema decode's cost on every locked row (a `TaskRow` decode
+ * costs ~70 µs): `TableSpec.columns` is checked against the row type when compiled, and
+ * `test/wire-schema.test.ts` holds the decoder to the row schemas (`pipeline/Rows.ts`) over
+ * real rows of both databases.
  */
+export const decodedRow = <R extends TableRow>(table: TableSpec<R>, raw: Readonly<Record<string, unknown>>) => {
+  const json = normalizeRow(table, raw)
+  if (!isRowOf(table, json)) throw new Error(`A ${table.name} row does not fit its columns: ${JSON.stringify(json)}`)
+  return { row: json, json }
+}
+
+/** `decodedRow`'s typed row. */
 export const decodeRow = <R extends TableRow>(table: TableSpec<R>, raw: Readonly<Record<string, unknown>>): R =>
-  normalizeRow(table, raw) as unknown as R
+  decodedRow(table, raw).row
 
 /** The SQL parameter for a value: JSON as text, timestamps as ISO text, the rest as is. */
 export const sqlParam = (kind: ColumnKind, value: JsonValue): unknown => {

@@ -1,8 +1,10 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlSchema from "@effect/sql/SqlSchema"
 import type { Fragment } from "@effect/sql/Statement"
-import { Effect } from "effect"
-import type { ProjectId, UserId } from "../kernel/Ids.js"
-import type { Project, ProjectAccess } from "./Project.js"
+import { Effect, Option, Schema } from "effect"
+import { CountRow, IdRow } from "../kernel/Columns.js"
+import { ProjectId, UserId } from "../kernel/Ids.js"
+import { Project } from "./Project.js"
 import { projectJson } from "../pipeline/WireSql.js"
 
 /**
@@ -15,58 +17,81 @@ import { projectJson } from "../pipeline/WireSql.js"
  * tasks moved to their owners' Inboxes) are the tasks'.
  */
 
+/** Rows of a project's wire JSON (`projectJson`), which both drivers parse. */
+const ProjectJsonRow = Schema.Struct({ project: Project })
+
+/** The user's projects (own and shared) or one of them, as the reads below pick them. */
+const Visible = Schema.Struct({ userId: UserId, now: Schema.DateFromSelf })
+
 /** The projects the user sees (their own and shared ones), in their order, as wire JSON. */
 export const projectsVisibleTo = (sql: SqlClient.SqlClient, userId: UserId, now: Date) =>
-  sql<{ project: typeof Project.Encoded }>`
-          SELECT ${projectJson(sql, now)} AS project FROM projects p
-          WHERE p.owner_id = ${userId} OR p.shared ORDER BY p.sort_order, lower(p.name), p.name, p.id`.pipe(
-    Effect.map((rows) => rows.map((r) => r.project))
-  )
+  SqlSchema.findAll({
+    Request: Visible,
+    Result: ProjectJsonRow,
+    execute: ({ now, userId }) =>
+      sql`SELECT ${projectJson(sql, now)} AS project FROM projects p
+          WHERE p.owner_id = ${userId} OR p.shared ORDER BY p.sort_order, lower(p.name), p.name, p.id`
+  })({ userId, now }).pipe(Effect.map((rows) => rows.map((r) => r.project)))
 
 /** One project as wire JSON, if the user sees it. */
 export const projectVisibleTo = (sql: SqlClient.SqlClient, userId: UserId, id: ProjectId, now: Date) =>
-  sql<{ project: typeof Project.Encoded }>`
-          SELECT ${projectJson(sql, now)} AS project FROM projects p
-          WHERE p.id = ${id} AND (p.owner_id = ${userId} OR p.shared)`.pipe(Effect.map((rows) => rows[0]?.project), Effect.orDie)
+  SqlSchema.findOne({
+    Request: Schema.Struct({ ...Visible.fields, id: ProjectId }),
+    Result: ProjectJsonRow,
+    execute: ({ id, now, userId }) =>
+      sql`SELECT ${projectJson(sql, now)} AS project FROM projects p
+          WHERE p.id = ${id} AND (p.owner_id = ${userId} OR p.shared)`
+  })({ userId, id, now }).pipe(Effect.map(Option.match({ onNone: () => undefined, onSome: (r) => r.project })), Effect.orDie)
+
+/** What changing a project checks: who owns it, whether it is shared or the owner's Inbox, its name. */
+export const LockedProject = Schema.Struct({ owner_id: UserId, shared: Schema.Boolean, is_inbox: Schema.Boolean, name: Schema.String })
 
 /** A project locked for a change by its owner, with what the checks need; undefined when gone. */
 export const lockProject = (sql: SqlClient.SqlClient, id: ProjectId) =>
-  sql<{ owner_id: number; shared: boolean; is_inbox: boolean; name: string }>`
-            SELECT owner_id, shared, is_inbox, name FROM projects WHERE id = ${id} FOR UPDATE`.pipe(
-    Effect.map((rows) => rows[0]),
-    Effect.orDie
-  )
+  SqlSchema.findOne({
+    Request: ProjectId,
+    Result: LockedProject,
+    execute: (id) => sql`SELECT owner_id, shared, is_inbox, name FROM projects WHERE id = ${id} FOR UPDATE`
+  })(id).pipe(Effect.map(Option.getOrUndefined), Effect.orDie)
 
 /** Where a new project of the owner's goes by default: after their last one. */
 export const nextSortOrder = (sql: SqlClient.SqlClient, ownerId: UserId) =>
-  sql<{ n: number }>`SELECT (COALESCE(max(sort_order), 0) + 1)::int AS n FROM projects WHERE owner_id = ${ownerId}`.pipe(
-    Effect.map((rows) => rows[0]!.n),
-    Effect.orDie
-  )
+  SqlSchema.single({
+    Request: UserId,
+    Result: CountRow,
+    execute: (ownerId) => sql`SELECT (COALESCE(max(sort_order), 0) + 1)::int AS n FROM projects WHERE owner_id = ${ownerId}`
+  })(ownerId).pipe(Effect.map((row) => row.n), Effect.orDie)
 
 /** The project, if the user may file tasks in it: their own or a shared one. */
 export const usableProject = (sql: SqlClient.SqlClient, userId: UserId, projectId: ProjectId) =>
-  sql<{ id: ProjectId }>`SELECT id FROM projects WHERE id = ${projectId} AND (owner_id = ${userId} OR shared)`.pipe(
-    Effect.map((rows) => rows[0]?.id),
-    Effect.orDie
-  )
+  SqlSchema.findOne({
+    Request: Schema.Struct({ userId: UserId, projectId: ProjectId }),
+    Result: Schema.Struct({ id: ProjectId }),
+    execute: ({ projectId, userId }) =>
+      sql`SELECT id FROM projects WHERE id = ${projectId} AND (owner_id = ${userId} OR shared)`
+  })({ userId, projectId }).pipe(Effect.map(Option.match({ onNone: () => undefined, onSome: (r) => r.id })), Effect.orDie)
+
+/** What decides who can see a project (`canSeeProject`). */
+export const ProjectAccessRow = Schema.Struct({ owner_id: UserId, shared: Schema.Boolean })
 
 /**
  * Who can see a project, read with a share lock so it cannot be unshared before the
  * transaction that files a task in it commits.
  */
 export const projectAccess = (sql: SqlClient.SqlClient, projectId: number) =>
-  sql<ProjectAccess>`SELECT owner_id, shared FROM projects WHERE id = ${projectId} FOR SHARE`.pipe(
-    Effect.map((rows) => rows[0]),
-    Effect.orDie
-  )
+  SqlSchema.findOne({
+    Request: Schema.Int,
+    Result: ProjectAccessRow,
+    execute: (projectId) => sql`SELECT owner_id, shared FROM projects WHERE id = ${projectId} FOR SHARE`
+  })(projectId).pipe(Effect.map(Option.getOrUndefined), Effect.orDie)
 
 /** The user's Inbox (every user has one, made with the user). */
 export const inboxId = (sql: SqlClient.SqlClient, userId: UserId) =>
-  sql<{ id: number }>`SELECT id FROM projects WHERE owner_id = ${userId} AND is_inbox`.pipe(
-    Effect.map((rows) => rows[0]!.id),
-    Effect.orDie
-  )
+  SqlSchema.single({
+    Request: UserId,
+    Result: IdRow,
+    execute: (userId) => sql`SELECT id FROM projects WHERE owner_id = ${userId} AND is_inbox`
+  })(userId).pipe(Effect.map((row) => row.id), Effect.orDie)
 
 /** The Inbox of the user `owner` names (a parameter or a column of the caller's row), as a scalar subquery. */
 export const inboxOf = (sql: SqlClient.SqlClient, owner: Fragment): Fragment =>
@@ -83,14 +108,25 @@ export const insertInbox = (sql: SqlClient.SqlClient, ownerId: UserId, name: str
  * what the owner's private context made of it.
  */
 export const privateProjectNames = (sql: SqlClient.SqlClient, ownerId: UserId, limit: number) =>
-  sql<{ id: number; name: string }>`SELECT id, name FROM projects WHERE owner_id = ${ownerId} AND NOT shared
-    ORDER BY sort_order, name, id LIMIT ${limit}`
-    .pipe(Effect.orDie)
+  SqlSchema.findAll({
+    Request: Schema.Struct({ ownerId: UserId, limit: Schema.Int }),
+    Result: Schema.Struct({ id: Schema.Int, name: Schema.String }),
+    execute: ({ limit, ownerId }) =>
+      sql`SELECT id, name FROM projects WHERE owner_id = ${ownerId} AND NOT shared ORDER BY sort_order, name, id LIMIT ${limit}`
+  })({ ownerId, limit }).pipe(Effect.orDie)
 
-/** One page of the user's own projects for the export, by id after `after`. */
+/**
+ * One page of the user's own projects for the export, by id after `after`, each as its wire
+ * JSON text. A user has few projects, so the page is decoded like any other read.
+ */
 export const exportPage = (sql: SqlClient.SqlClient, userId: UserId, after: number, limit: number, now: Date) =>
-  sql<{ id: number; json: string }>`SELECT p.id, ${projectJson(sql, now)}::text AS json
+  SqlSchema.findAll({
+    Request: Schema.Struct({ userId: UserId, after: Schema.Int, limit: Schema.Int, now: Schema.DateFromSelf }),
+    Result: Schema.Struct({ id: Schema.Int, json: Schema.String }),
+    execute: ({ after, limit, now, userId }) =>
+      sql`SELECT p.id, ${projectJson(sql, now)}::text AS json
             FROM projects p WHERE p.owner_id = ${userId} AND p.id > ${after} ORDER BY p.id LIMIT ${limit}`
+  })({ userId, after, limit, now })
 
 /**
  * Whether the project `projectId` names (a column of the caller's row) is shared, looked up

@@ -2,7 +2,6 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Either } from "effect"
 import { ValidationError } from "../kernel/Errors.js"
 import type { TaskId, UserId } from "../kernel/Ids.js"
-import type { JsonValue } from "../kernel/Json.js"
 import type { TaskRow, Writes } from "../pipeline/Rows.js"
 import { localDate } from "../kernel/LocalTime.js"
 import {
@@ -16,7 +15,8 @@ import {
 import { closingOf, type QuotaState } from "./QuotaClosing.js"
 import { isQuota } from "../tasks/TaskRules.js"
 import type { CurrentUserShape } from "../kernel/CurrentUser.js"
-import { Mutations, type Tx } from "../pipeline/Mutations.js"
+import { Mutations, type Runner, type Tx } from "../pipeline/Mutations.js"
+import type { KeyedAnswer } from "../pipeline/IdempotencyRecord.js"
 import { type BatchResult, closeBatch, SWEEP_BATCH, SWEEP_WORKERS, type SweepCursor } from "./QuotaSweep.js"
 import { now as clockNow } from "../kernel/ServiceClock.js"
 import { CompletionsTable, QuotaPeriodsTable, TasksTable } from "../pipeline/Tables.js"
@@ -67,16 +67,17 @@ export class Quotas extends Effect.Service<Quotas>()("steady/Quotas", {
     }
 
     /**
-     * Records every period of `row` that has ended by `now` (see `closingOf`), then moves
-     * the task to the period containing now.
+     * Records every period of `row` (locked) that has ended by `now` (see `closingOf`), then
+     * moves the task to the period containing now. Answers how many periods it closed and the
+     * row as it leaves it, so the caller writes on without reading the row again.
      */
     const closeEnded = (tx: Tx, row: TaskRow, settings: PeriodSettings) =>
       Effect.gen(function*() {
         const closing = closingOf(quotaState(row), settings, tx.now)
-        if (closing === undefined) return 0
+        if (closing === undefined) return { closed: 0, row }
         const target = row.progress_target
         for (const { count, period } of closing.closed) yield* recordPeriod(tx, row, period, count, target, false)
-        yield* tx.update(TasksTable, row.id, {
+        const writes: Writes<TaskRow> = {
           progress_current: 0,
           progress_period_start: iso(closing.next.start),
           progress_period_end: iso(closing.next.end),
@@ -87,9 +88,21 @@ export class Quotas extends Effect.Service<Quotas>()("steady/Quotas", {
               last_completed_at: closing.completion.lastCompletedAt
             }
             : {})
-        })
-        return closing.closed.length
+        }
+        yield* tx.update(TasksTable, row.id, writes, { current: row })
+        return { closed: closing.closed.length, row: { ...row, ...writes } }
       })
+
+    /**
+     * The rollover a user's write on a quota owes first (progress, done with close_period):
+     * its ended periods closed in the write's transaction, as the rollover's own pass would
+     * record them (`Tx.upkeep`: no undo entry, the owner's statistics). `row` is locked, and
+     * `calendar` its owner's. Answers the row as it leaves it.
+     */
+    const rolloverStep = (tx: Tx, row: TaskRow, calendar: PeriodSettings & { readonly zone: string }) =>
+      row.done || row.deleted_at !== null
+        ? Effect.succeed(row)
+        : Effect.map(tx.upkeep(ownerOf(row.user_id, calendar.zone), closeEnded(tx, row, calendar)), (closed) => closed.row)
 
     const recordPeriod = (tx: Tx, row: TaskRow, period: Period, count: number, target: number, early: boolean) =>
       Effect.gen(function*() {
@@ -137,7 +150,7 @@ export class Quotas extends Effect.Service<Quotas>()("steady/Quotas", {
             Effect.gen(function*() {
               const row = yield* tx.lock(TasksTable, taskId)
               if (row === undefined || row.done || row.deleted_at !== null) return 0
-              return yield* closeEnded(tx, row, settings)
+              return (yield* closeEnded(tx, row, settings)).closed
             })
         )
       })
@@ -179,27 +192,29 @@ export class Quotas extends Effect.Service<Quotas>()("steady/Quotas", {
         }
       })
 
-    /** done with close_period: the current period closes now; the rest of it starts afresh. */
+    /**
+     * done with close_period: the current period closes now; the rest of it starts afresh.
+     * Answers the last write on the row (and the row it applies to) for the caller to make:
+     * a single done sends it with its commit statement.
+     */
     const closeEarly = (tx: Tx, row: TaskRow, settings: PeriodSettings) =>
       Effect.gen(function*() {
         if (row.progress_period_start === null || row.progress_period_end === null) {
           // A legacy quota without a period: what accumulated closes now.
           const period = { start: new Date(row.created_at), end: tx.now }
           yield* recordPeriod(tx, row, period, row.progress_current, row.progress_target, true)
-          yield* tx.update(TasksTable, row.id, completionFields(row, row.progress_current >= row.progress_target, tx.now))
-          return
+          return { current: row, writes: completionFields(row, row.progress_current >= row.progress_target, tx.now) }
         }
-        yield* closeEnded(tx, row, settings)
-        const fresh = (yield* tx.lock(TasksTable, row.id))!
+        const fresh = (yield* closeEnded(tx, row, settings)).row
         // closeEnded leaves the period set: it moves it, never clears it.
         const period = { start: new Date(fresh.progress_period_start!), end: tx.now }
         const count = fresh.progress_current
         const met = count >= fresh.progress_target
         yield* recordPeriod(tx, fresh, period, count, fresh.progress_target, true)
-        yield* tx.update(TasksTable, row.id, {
-          ...completionFields(fresh, met, tx.now),
-          progress_period_start: iso(tx.now)
-        })
+        return {
+          current: fresh,
+          writes: { ...completionFields(fresh, met, tx.now), progress_period_start: iso(tx.now) }
+        }
       })
 
     const completionFields = (row: TaskRow, met: boolean, now: Date): Writes<TaskRow> => ({
@@ -213,43 +228,38 @@ export class Quotas extends Effect.Service<Quotas>()("steady/Quotas", {
         : {})
     })
 
-    /** POST /api/tasks/{id}/progress: an ended period is closed first, so the log counts in the new one. */
-    const progress = (user: CurrentUserShape, id: TaskId, delta: number) =>
-      Effect.gen(function*() {
-        yield* queries.getJson(user, id)
-        yield* rollover(id)
-        return yield* mutations.run({ user, action: "progress" }, (tx) =>
-          Effect.gen(function*() {
-            const row = yield* queries.lockVisible(user, id)
-            const settings = yield* calendars.ofTask(row)
-            if (!isQuota(row)) {
-              return yield* Effect.fail(ValidationError.field("id", "Progress is logged on quotas only"))
-            }
-            if (row.deleted_at !== null) {
-              return yield* Effect.fail(ValidationError.field("id", "Cannot log progress on a task in the trash"))
-            }
-            const current = row.progress_current
-            const next = Math.max(0, current + delta)
-            const today = localDate(tx.now, settings.zone)
-            const state = dayStateFor(row.quota_day_state, today)
-            // Guarded by the period: a log is not taken back once its period has closed.
-            yield* tx.update(TasksTable, id, {
-              progress_current: next,
-              quota_day_state: { ...state, logged: state.logged + (next - current) }
-            }, { guard: ["progress_period_start"] })
-            const task = yield* queries.wire(id)
-            const target = row.progress_target
-            const met = next >= target
-            tx.emit({
-              event: "task.progressed",
-              taskId: id,
-              data: { task: task as JsonValue, progress_current: next, progress_target: target, met }
-            })
-            const description = `${next}/${target}`
-            tx.describe(`Logged ${delta >= 0 ? "+" : ""}${delta} on '${row.title}' (${description})`)
-            return { ...task, met, description }
-          }))
-      })
+    /**
+     * POST /api/tasks/{id}/progress: one transaction that locks the task once (with its
+     * owner's calendar). An ended period is closed first (`rolloverStep`), so the log counts in
+     * the new one; the log goes out with the commit statement.
+     */
+    const progressWith = <X>(run: Runner<X>, user: CurrentUserShape, id: TaskId, delta: number) =>
+      run({ user, action: "progress" }, (tx) =>
+        Effect.gen(function*() {
+          const locked = yield* queries.lockForWrite(user, id)
+          const row = yield* rolloverStep(tx, locked.current, locked.calendar)
+          if (!isQuota(row)) {
+            return yield* Effect.fail(ValidationError.field("id", "Progress is logged on quotas only"))
+          }
+          if (row.deleted_at !== null) {
+            return yield* Effect.fail(ValidationError.field("id", "Cannot log progress on a task in the trash"))
+          }
+          const current = row.progress_current
+          const next = Math.max(0, current + delta)
+          const today = localDate(tx.now, locked.calendar.zone)
+          const state = dayStateFor(row.quota_day_state, today)
+          // Guarded by the period: a log is not taken back once its period has closed.
+          const { wire: task } = yield* tx.updateAtCommit(TasksTable, id, {
+            progress_current: next,
+            quota_day_state: { ...state, logged: state.logged + (next - current) }
+          }, { current: row, guard: ["progress_period_start"] })
+          const target = row.progress_target
+          const met = next >= target
+          tx.emit({ event: "task.progressed", taskId: id, data: { task, progress_current: next, progress_target: target, met } })
+          const description = `${next}/${target}`
+          tx.describe(`Logged ${delta >= 0 ? "+" : ""}${delta} on '${row.title}' (${description})`)
+          return task.with({ met, description })
+        }))
 
     /**
      * week_start or time zone changed. A weekly quota's current period now ends at the first
@@ -274,15 +284,15 @@ export class Quotas extends Effect.Service<Quotas>()("steady/Quotas", {
           const weekly = rule.right.freq === "WEEKLY"
           if (!weekly && !changed.zone) continue
           // Close what had already ended under the old settings first.
-          yield* closeEnded(tx, row, settings)
-          const fresh = (yield* tx.lock(TasksTable, id))!
+          const fresh = (yield* closeEnded(tx, row, settings)).row
           // closeEnded moves a period, never clears it: both ends are still set.
           const start = new Date(fresh.progress_period_start!)
           const end = weekly
             ? nextBoundary(rule.right, settings, start)
             : nearestBoundary(rule.right, settings, new Date(fresh.progress_period_end!), start)
-          yield* tx.update(TasksTable, id, { progress_period_end: iso(end) })
-          yield* closeEnded(tx, (yield* tx.lock(TasksTable, id))!, settings)
+          const realigned = { progress_period_end: iso(end) }
+          yield* tx.update(TasksTable, id, realigned, { current: fresh })
+          yield* closeEnded(tx, { ...fresh, ...realigned }, settings)
         }
       })
 
@@ -293,6 +303,22 @@ export class Quotas extends Effect.Service<Quotas>()("steady/Quotas", {
         return yield* quotaListBody(sql, user.id, now)
       })
 
-    return { initialPeriod, closeEnded, rollover, sweep, closeEarly, progress, realign, listJson } as const
+    const progress = (user: CurrentUserShape, id: TaskId, delta: number) => progressWith(mutations.run, user, id, delta)
+    /** `progress` under an Idempotency-Key: the answer is recorded with the key by the same statement. */
+    const progressKeyed = (user: CurrentUserShape, id: TaskId, delta: number, keyed: KeyedAnswer) =>
+      progressWith(mutations.keyed(keyed), user, id, delta)
+
+    return {
+      initialPeriod,
+      closeEnded,
+      rollover,
+      rolloverStep,
+      sweep,
+      closeEarly,
+      progress,
+      progressKeyed,
+      realign,
+      listJson
+    } as const
   })
 }) {}

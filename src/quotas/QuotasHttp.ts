@@ -1,9 +1,10 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { Quotas } from "./Quotas.js"
-import { answerData, answerJsonText } from "../http/Answer.js"
+import { answerJsonText } from "../http/Answer.js"
 import { Api } from "../http/Api.js"
 import { whole } from "../http/Envelope.js"
+import { keyedData } from "../http/IdempotentWrites.js"
 import { ProgressResult, QuotaList } from "./QuotasApi.js"
 
 export const QuotasHttpLive = HttpApiBuilder.group(Api, "quotas", (handlers) =>
@@ -11,6 +12,9 @@ export const QuotasHttpLive = HttpApiBuilder.group(Api, "quotas", (handlers) =>
     const quotas = yield* Quotas
     return handlers
       .handle("progress", ({ path, payload }) =>
-        answerData(ProgressResult)((user) => quotas.progress(user, path.id, payload?.delta ?? 1)), whole)
+        keyedData(ProgressResult)(
+          (user) => quotas.progress(user, path.id, payload?.delta ?? 1),
+          (user, keyed) => quotas.progressKeyed(user, path.id, payload?.delta ?? 1, keyed)
+        ), whole)
       .handle("list", () => answerJsonText(QuotaList)(quotas.listJson), whole)
   }))

@@ -17,8 +17,9 @@ interface DayOffsets {
 const formatters = new Map<string, Intl.DateTimeFormat>()
 const days = new Map<string, Map<number, DayOffsets>>()
 // Bounded: far-flung dates in many zones must not grow the cache without limit (an entry is
-// ~100 bytes; refilling costs a couple of Intl calls a day).
-const MAX_DAYS = 300_000
+// ~100 bytes of heap, so this is ~5 MiB full: 137 zone-years; refilling costs a couple of
+// Intl calls a day).
+const MAX_DAYS = 50_000
 let cachedDays = 0
 
 /**

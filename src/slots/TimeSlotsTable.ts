@@ -1,8 +1,10 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlSchema from "@effect/sql/SqlSchema"
 import type { Fragment } from "@effect/sql/Statement"
-import { Effect } from "effect"
-import type { UserId } from "../kernel/Ids.js"
-import type { TimeSlotRow } from "../pipeline/Rows.js"
+import { Effect, Schema } from "effect"
+import { IdRow } from "../kernel/Columns.js"
+import { UserId } from "../kernel/Ids.js"
+import { TimeSlotRow } from "../pipeline/Rows.js"
 
 /**
  * Every statement on `time_slots` outside the mutation pipeline's own writes:
@@ -16,11 +18,16 @@ import type { TimeSlotRow } from "../pipeline/Rows.js"
  * one, so two such edits of one user's slots queue instead of both passing the checks.
  */
 export const slotsOf = (sql: SqlClient.SqlClient, userId: UserId, lock = false) =>
-  (lock
-    ? sql<TimeSlotRow>`SELECT id, user_id, label, start_time, sort_order, steady_iso(created_at) AS created_at
+  SqlSchema.findAll({
+    Request: UserId,
+    Result: TimeSlotRow,
+    execute: (userId) =>
+      lock
+        ? sql`SELECT id, user_id, label, start_time, sort_order, steady_iso(created_at) AS created_at
         FROM time_slots WHERE user_id = ${userId} ORDER BY start_time, id FOR UPDATE`
-    : sql<TimeSlotRow>`SELECT id, user_id, label, start_time, sort_order, steady_iso(created_at) AS created_at
-        FROM time_slots WHERE user_id = ${userId} ORDER BY start_time, id`).pipe(Effect.orDie)
+        : sql`SELECT id, user_id, label, start_time, sort_order, steady_iso(created_at) AS created_at
+        FROM time_slots WHERE user_id = ${userId} ORDER BY start_time, id`
+  })(userId).pipe(Effect.orDie)
 
 /**
  * A user's slots, locked, as they are once the lock is held. The locking read returns the
@@ -34,15 +41,21 @@ export const lockedSlotsOf = (sql: SqlClient.SqlClient, userId: UserId) =>
 
 /** A slot the caller knows exists. */
 export const slotById = (sql: SqlClient.SqlClient, id: number) =>
-  sql<TimeSlotRow>`SELECT id, user_id, label, start_time, sort_order, steady_iso(created_at) AS created_at
-    FROM time_slots WHERE id = ${id}`.pipe(Effect.map((rows) => rows[0]!), Effect.orDie)
+  SqlSchema.single({
+    Request: Schema.Int,
+    Result: TimeSlotRow,
+    execute: (id) =>
+      sql`SELECT id, user_id, label, start_time, sort_order, steady_iso(created_at) AS created_at
+    FROM time_slots WHERE id = ${id}`
+  })(id).pipe(Effect.orDie)
 
 /** Whether `slotId` is one of the user's slots. */
 export const ownsSlot = (sql: SqlClient.SqlClient, userId: UserId, slotId: number) =>
-  sql<{ id: number }>`SELECT id FROM time_slots WHERE id = ${slotId} AND user_id = ${userId}`.pipe(
-    Effect.map((rows) => rows.length > 0),
-    Effect.orDie
-  )
+  SqlSchema.findAll({
+    Request: Schema.Struct({ userId: UserId, slotId: Schema.Int }),
+    Result: IdRow,
+    execute: ({ slotId, userId }) => sql`SELECT id FROM time_slots WHERE id = ${slotId} AND user_id = ${userId}`
+  })({ userId, slotId }).pipe(Effect.map((rows) => rows.length > 0), Effect.orDie)
 
 /** One of a new user's default slots (written outside the pipeline: a new user has nothing to undo). */
 export const insertSlot = (

@@ -7,6 +7,7 @@ import Pg from "pg"
 import { AppConfig } from "../kernel/AppConfig.js"
 import { lockDataDir } from "./DataDirLock.js"
 import { makePgliteClient } from "./PgliteClient.js"
+import { DEFAULT_EMBEDDED_MEMORY, type EmbeddedMemory } from "./PgliteWorker.js"
 import { makeGuardedPool, OutageTracker } from "./PgGuard.js"
 import { withLeanStatements } from "./LeanStatements.js"
 import { registerPool } from "./PoolStats.js"
@@ -92,17 +93,17 @@ export const layerPgServer = (
   ).pipe(Layer.provide(Reactivity.layer))
 
 /** The embedded database under `dir`, holding the directory's lock file while open. */
-export const layerEmbedded = (dir: string) =>
+export const layerEmbedded = (dir: string, memory: EmbeddedMemory = DEFAULT_EMBEDDED_MEMORY) =>
   Layer.scoped(
     SqlClient.SqlClient,
-    Effect.zipRight(lockDataDir(dir), Effect.map(makePgliteClient(dir), withLeanStatements))
+    Effect.zipRight(lockDataDir(dir), Effect.map(makePgliteClient(dir, undefined, memory), withLeanStatements))
   ).pipe(Layer.provide(Reactivity.layer))
 
 /** `DATABASE_URL` set: the server; unset: the embedded database under `DATA_DIR`. */
 export const DatabaseLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) =>
     Option.match(config.databaseUrl, {
-      onNone: () => layerEmbedded(config.dataDir),
+      onNone: () => layerEmbedded(config.dataDir, { sharedBuffers: config.embeddedSharedBuffers }),
       onSome: (url) =>
         layerPgServer(Redacted.value(url), { poolSize: config.databasePoolSize, statementTimeout: config.databaseStatementTimeout })
     })

@@ -4,7 +4,7 @@ import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
 import { PgClient } from "@effect/sql-pg"
 import { Deferred, Effect, Layer, Scope, Stream } from "effect"
-import { type PgliteWorker, startPgliteWorker, type WorkerResult } from "./PgliteWorker.js"
+import { DEFAULT_EMBEDDED_MEMORY, type EmbeddedMemory, type PgliteWorker, startPgliteWorker, type WorkerResult } from "./PgliteWorker.js"
 import { afterFailure, DEFAULT_CAPACITY, namedQuery, StatementCache } from "./PreparedStatements.js"
 import { AnswersAtOnce, CommitWithNext, HeldStatements } from "./TransactionPipeline.js"
 
@@ -22,11 +22,15 @@ import { AnswersAtOnce, CommitWithNext, HeldStatements } from "./TransactionPipe
  */
 const NOTHING: WorkerResult = { rows: [], fields: [], affectedRows: undefined }
 
-export const makePgliteClient = (dataDir: string | undefined, preparedStatements: number = DEFAULT_CAPACITY) =>
+export const makePgliteClient = (
+  dataDir: string | undefined,
+  preparedStatements: number = DEFAULT_CAPACITY,
+  memory: EmbeddedMemory = DEFAULT_EMBEDDED_MEMORY
+) =>
   Effect.gen(function*() {
     const db = yield* Effect.acquireRelease(
       Effect.tryPromise({
-        try: () => startPgliteWorker(dataDir),
+        try: () => startPgliteWorker(dataDir, memory),
         catch: (cause) => new SqlError({ cause, message: `Could not open the embedded database${dataDir ? ` in ${dataDir}` : ""}` })
       }),
       (worker) => Effect.promise(() => worker.close()).pipe(Effect.ignore)
@@ -228,5 +232,9 @@ export const makePgliteClient = (dataDir: string | undefined, preparedStatements
     })
   })
 
-export const layerPglite = (dataDir: string | undefined, preparedStatements?: number): Layer.Layer<SqlClient.SqlClient, SqlError> =>
-  Layer.scoped(SqlClient.SqlClient, makePgliteClient(dataDir, preparedStatements)).pipe(Layer.provide(Reactivity.layer))
+export const layerPglite = (
+  dataDir: string | undefined,
+  preparedStatements?: number,
+  memory?: EmbeddedMemory
+): Layer.Layer<SqlClient.SqlClient, SqlError> =>
+  Layer.scoped(SqlClient.SqlClient, makePgliteClient(dataDir, preparedStatements, memory)).pipe(Layer.provide(Reactivity.layer))

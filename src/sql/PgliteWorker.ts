@@ -50,7 +50,26 @@ export type Reply =
 
 export interface WorkerData {
   readonly dataDir: string | undefined
+  /** PostgreSQL settings (`name=value`) PGlite starts with, after its own defaults. */
+  readonly settings: ReadonlyArray<string>
 }
+
+/**
+ * How much of PostgreSQL's memory the embedded database may hold. PGlite's WebAssembly heap
+ * only ever grows, and PostgreSQL's buffer pool (`shared_buffers`, 128MB in a new data
+ * directory's postgresql.conf) is zero-filled when PGlite starts, so the whole pool is
+ * resident from the start. Pages beyond the pool are read from the data directory's files,
+ * which the OS keeps cached.
+ */
+export interface EmbeddedMemory {
+  /** PostgreSQL's `shared_buffers`, in its units (`16MB`, `128MB`, `8192kB`). */
+  readonly sharedBuffers: string
+}
+
+export const DEFAULT_EMBEDDED_MEMORY: EmbeddedMemory = { sharedBuffers: "16MB" }
+
+/** The `-c` settings for PGlite's start. */
+export const embeddedSettings = (memory: EmbeddedMemory): ReadonlyArray<string> => [`shared_buffers=${memory.sharedBuffers}`]
 
 /**
  * tsx's documented ESM API (`tsx/esm/api`, whose `register()` installs its loader in the
@@ -92,9 +111,12 @@ export interface PgliteWorker {
 }
 
 /** Starts the worker and waits until PGlite is open in `dataDir` (in memory when undefined). */
-export const startPgliteWorker = (dataDir: string | undefined): Promise<PgliteWorker> =>
+export const startPgliteWorker = (
+  dataDir: string | undefined,
+  memory: EmbeddedMemory = DEFAULT_EMBEDDED_MEMORY
+): Promise<PgliteWorker> =>
   new Promise((resolve, reject) => {
-    const worker = startWorker({ dataDir })
+    const worker = startWorker({ dataDir, settings: embeddedSettings(memory) })
     const pending = new Map<number, (error: Error | undefined, result: WorkerResult | undefined) => void>()
     let nextId = 1
     let ready = false

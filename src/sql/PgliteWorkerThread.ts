@@ -184,7 +184,11 @@ const serve = (port: NonNullable<typeof parentPort>, db: PGlite, S: Serialize) =
 const start = (port: NonNullable<typeof parentPort>, data: WorkerData) =>
   import("@electric-sql/pglite")
     .then(async ({ PGlite, protocol }) => {
-      const db = new PGlite(data.dataDir)
+      // After PGlite's own start parameters; `-c` on the command line wins over postgresql.conf,
+      // and the data directory's files are left as they are.
+      const db = new PGlite(data.dataDir, {
+        startParams: [...PGlite.defaultStartParams, ...(data.settings ?? []).flatMap((setting) => ["-c", setting])]
+      })
       await db.waitReady
       await db.exec("SET TIME ZONE 'UTC'")
       port.on("message", serve(port, db, protocol.serialize))

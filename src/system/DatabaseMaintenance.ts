@@ -1,15 +1,18 @@
 import * as SqlClient from "@effect/sql/SqlClient"
-import { Effect, Option, Queue } from "effect"
+import * as SqlSchema from "@effect/sql/SqlSchema"
+import { Effect, Option, Queue, Schema } from "effect"
 import { AppConfig, type MaintenanceTuning } from "../kernel/AppConfig.js"
 
-export interface TableActivity {
-  readonly schema: string
-  readonly name: string
-  readonly live: number
-  readonly dead: number
-  readonly changed: number
-  readonly analyzed: boolean
-}
+/** A table's change counters (`pg_stat_user_tables`, the `bigint` counters cast to `int`). */
+export const TableActivity = Schema.Struct({
+  schema: Schema.String,
+  name: Schema.String,
+  live: Schema.Int,
+  dead: Schema.Int,
+  changed: Schema.Int,
+  analyzed: Schema.Boolean
+})
+export type TableActivity = typeof TableActivity.Type
 
 /**
  * Write-ahead log written since the last checkpoint past which the embedded database takes one.
@@ -47,11 +50,15 @@ export class DatabaseMaintenance extends Effect.Service<DatabaseMaintenance>()("
     /** Our tables' change counters, in the schemas on the search path. */
     const activity = Effect.zipRight(
       flush,
-      sql<TableActivity>`
-        SELECT schemaname AS schema, relname AS name, n_live_tup::int AS live, n_dead_tup::int AS dead,
+      SqlSchema.findAll({
+        Request: Schema.Void,
+        Result: TableActivity,
+        execute: () =>
+          sql`SELECT schemaname AS schema, relname AS name, n_live_tup::int AS live, n_dead_tup::int AS dead,
                n_mod_since_analyze::int AS changed,
                (last_analyze IS NOT NULL OR last_autoanalyze IS NOT NULL) AS analyzed
         FROM pg_stat_user_tables WHERE schemaname = ANY (current_schemas(false)) ORDER BY relname`
+      })(undefined)
     ).pipe(Effect.orDie)
 
     /**
@@ -66,10 +73,11 @@ export class DatabaseMaintenance extends Effect.Service<DatabaseMaintenance>()("
     /** Whether the server's autovacuum is on (always true for the embedded database, which we look after). */
     const autovacuumOn: Effect.Effect<boolean> = embedded
       ? Effect.succeed(true)
-      : sql<{ on: boolean }>`SELECT current_setting('autovacuum') = 'on' AS on`.pipe(
-        Effect.map((rows) => rows[0]?.on === true),
-        Effect.orDie
-      )
+      : SqlSchema.single({
+        Request: Schema.Void,
+        Result: Schema.Struct({ on: Schema.Boolean }),
+        execute: () => sql`SELECT current_setting('autovacuum') = 'on' AS on`
+      })(undefined).pipe(Effect.map((row) => row.on), Effect.orDie)
 
     /**
      * One table, one statement: the connection is never held for more than that. It runs on
@@ -86,11 +94,12 @@ export class DatabaseMaintenance extends Effect.Service<DatabaseMaintenance>()("
         : Effect.void
 
     /** Write-ahead log bytes written since the last checkpoint began (embedded only). */
-    const walSinceCheckpoint = sql<{ bytes: number }>`
-      SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), redo_lsn)::float8 AS bytes FROM pg_control_checkpoint()`.pipe(
-      Effect.map((rows) => Number(rows[0]?.bytes ?? 0)),
-      Effect.orDie
-    )
+    const walSinceCheckpoint = SqlSchema.single({
+      Request: Schema.Void,
+      Result: Schema.Struct({ bytes: Schema.Number }),
+      execute: () =>
+        sql`SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), redo_lsn)::float8 AS bytes FROM pg_control_checkpoint()`
+    })(undefined).pipe(Effect.map((row) => row.bytes), Effect.orDie)
 
     /**
      * Takes a checkpoint when the log since the last one passed `limit` bytes; returns whether

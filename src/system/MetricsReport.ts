@@ -1,5 +1,6 @@
 import * as SqlClient from "@effect/sql/SqlClient"
-import { Duration, Effect, Option } from "effect"
+import * as SqlSchema from "@effect/sql/SqlSchema"
+import { Duration, Effect, Option, Schema } from "effect"
 import { giveUpAfter } from "../sql/DatabaseFailures.js"
 import { DatabaseMaintenance } from "./DatabaseMaintenance.js"
 import { Liveness, WATCHED_FIBERS } from "./Liveness.js"
@@ -10,13 +11,14 @@ import { pendingCount } from "../ai/TaskEnrichmentSql.js"
 import { rolloverLag } from "../quotas/TaskRolloverSql.js"
 import { backlogCounts } from "../webhooks/WebhookDeliveries.js"
 
-interface Backlog {
-  readonly webhook_backlog: number
-  readonly webhook_failed_attempts: number
-  readonly webhook_failed_deliveries: number
-  readonly enrichment_queue: number
-  readonly rollover_lag: number
-}
+/** The backlog's counts (`count(*)::int`) and the rollover lag in seconds (`float8`). */
+const Backlog = Schema.Struct({
+  webhook_backlog: Schema.Int,
+  webhook_failed_attempts: Schema.Int,
+  webhook_failed_deliveries: Schema.Int,
+  enrichment_queue: Schema.Int,
+  rollover_lag: Schema.Number
+})
 
 const gauge = (name: string, help: string, value: number, labels = "") =>
   [`# HELP ${name} ${help}`, `# TYPE ${name} gauge`, `${name}${labels} ${value}`]
@@ -29,13 +31,17 @@ const readBacklog = (sql: SqlClient.SqlClient, now: Date) => {
   const hourAgo = new Date(now.getTime() - 3_600_000).toISOString()
   const dayAgo = new Date(now.getTime() - 86_400_000).toISOString()
   const webhooks = backlogCounts(sql, hourAgo, dayAgo)
-  return sql<Backlog>`
-    SELECT
+  return SqlSchema.single({
+    Request: Schema.Void,
+    Result: Backlog,
+    execute: () =>
+      sql`SELECT
       ${webhooks.pending} AS webhook_backlog,
       ${webhooks.failedAttempts} AS webhook_failed_attempts,
       ${webhooks.failedDeliveries} AS webhook_failed_deliveries,
       ${pendingCount(sql)} AS enrichment_queue,
       COALESCE(${rolloverLag(sql, now)}, 0)::float8 AS rollover_lag`
+  })(undefined).pipe(Effect.catchTags({ ParseError: Effect.die, NoSuchElementException: Effect.die }))
 }
 
 /** `GET /metrics` in the Prometheus text format (version 0.0.4). */
@@ -47,7 +53,6 @@ export const renderMetrics = (options: { readonly timeout: Duration.Duration; re
     const now = yield* clockNow
     const backlog = yield* readBacklog(sql, now).pipe(
       giveUpAfter(options.timeout),
-      Effect.map((rows) => rows[0]),
       Effect.orElseSucceed(() => undefined)
     )
     const lines = requests.render()

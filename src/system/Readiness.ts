@@ -1,5 +1,6 @@
 import * as SqlClient from "@effect/sql/SqlClient"
-import { Duration, Effect, Option } from "effect"
+import * as SqlSchema from "@effect/sql/SqlSchema"
+import { Duration, Effect, Option, Schema } from "effect"
 import { giveUpAfter } from "../sql/DatabaseFailures.js"
 import { type FiberState, Liveness, type WatchedFiber } from "./Liveness.js"
 import { MIGRATIONS_TABLE, sqlFileLoader } from "../sql/Migrations.js"
@@ -17,6 +18,9 @@ export interface ReadinessReport {
   readonly fibers: Readonly<Record<WatchedFiber, FiberState>> | Record<string, never>
 }
 
+/** A row of the migrations table (`migration_id integer`). */
+const AppliedMigration = Schema.Struct({ id: Schema.Int, name: Schema.String })
+
 const label = (id: number, name: string) => `${String(id).padStart(4, "0")}_${name}`
 
 /**
@@ -28,13 +32,17 @@ export const checkReadiness = (timeout: Duration.Duration) =>
     const sql = yield* SqlClient.SqlClient
     const liveness = yield* Effect.serviceOption(Liveness)
     const shipped = yield* Effect.orElseSucceed(sqlFileLoader, () => [])
-    const applied = yield* sql<{ id: number; name: string }>`
-      SELECT migration_id AS id, name FROM ${sql(MIGRATIONS_TABLE)} ORDER BY migration_id`.pipe(
-        giveUpAfter(timeout),
-        Effect.either
-      )
+    const applied = yield* SqlSchema.findAll({
+      Request: Schema.Void,
+      Result: AppliedMigration,
+      execute: () => sql`SELECT migration_id AS id, name FROM ${sql(MIGRATIONS_TABLE)} ORDER BY migration_id`
+    })(undefined).pipe(
+      Effect.catchTag("ParseError", Effect.die),
+      giveUpAfter(timeout),
+      Effect.either
+    )
     const rows = applied._tag === "Right" ? applied.right : []
-    const done = new Set(rows.map((row) => Number(row.id)))
+    const done = new Set(rows.map((row) => row.id))
     const last = rows.at(-1)
     const fibers = Option.match(liveness, { onNone: () => ({}), onSome: (registry) => registry.report() })
     const report: ReadinessReport = {
@@ -42,7 +50,7 @@ export const checkReadiness = (timeout: Duration.Duration) =>
       database: applied._tag === "Right" ? { status: "ok" } : { status: "error", message: "The database is unavailable" },
       migrations: {
         applied: rows.length,
-        latest: last === undefined ? null : label(Number(last.id), last.name),
+        latest: last === undefined ? null : label(last.id, last.name),
         pending: applied._tag === "Right" ? shipped.filter(([id]) => !done.has(id)).map(([id, name]) => label(id, name)) : []
       },
       fibers

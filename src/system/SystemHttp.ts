@@ -1,6 +1,6 @@
 import { HttpApi, HttpApiBuilder, HttpApiScalar, HttpServerResponse, OpenApi } from "@effect/platform"
 import * as SqlClient from "@effect/sql/SqlClient"
-import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { Effect, Layer, Option, Redacted } from "effect"
 import * as Crypto from "node:crypto"
 import * as Yaml from "yaml"
 import { Unauthorized } from "../kernel/Errors.js"
@@ -113,6 +113,7 @@ const FRONT_PAGE = `<!doctype html>
 /**
  * `GET /` and `GET /docs` (see `DOOR_ROUTES`) on the router the API is served from, so the
  * error envelope, request ids and metrics cover them, while no group's authentication does.
+ * It takes the API from the layer that registers it (`ApiLive`).
  * The reference is Scalar's bundle as `@effect/platform` ships it, inlined in the page (no
  * CDN), showing the served document rather than HttpApi's raw one; its default fonts would
  * come from fonts.scalar.com, so the page uses the browser's.
@@ -120,11 +121,11 @@ const FRONT_PAGE = `<!doctype html>
 export const DoorLive = Layer.mergeAll(
   HttpApiBuilder.Router.use((router) => router.get("/", Effect.succeed(HttpServerResponse.html(FRONT_PAGE)))),
   HttpApiScalar.layer({ path: "/docs", scalar: { withDefaultFonts: false } }).pipe(
-    // The API as `HttpApiBuilder.api` registers it, with the served document as its OpenAPI
-    // rendering; the cast is the one `HttpApiBuilder.api` makes too.
-    Layer.provide(Layer.sync(HttpApi.Api, () => ({
-      api: Api.annotate(OpenApi.Transform, servedDocument) as unknown as Context.Tag.Service<HttpApi.Api>["api"],
-      context: Context.empty()
-    })))
+    // The API the server registered (`HttpApiBuilder.api`), with the served document as
+    // its OpenAPI rendering, so the reference shows what `/api/openapi` serves.
+    Layer.provide(Layer.effect(
+      HttpApi.Api,
+      Effect.map(HttpApi.Api, ({ api, context }) => ({ api: api.annotate(OpenApi.Transform, servedDocument), context }))
+    ))
   )
 )

@@ -3,7 +3,7 @@ import { Effect, Option } from "effect"
 import { ValidationError } from "../kernel/Errors.js"
 import type { JsonValue } from "../kernel/Json.js"
 import type { TaskRow, Writes } from "../pipeline/Rows.js"
-import type { TaskCreate, TaskPatch } from "./Task.js"
+import type { Task, TaskCreate, TaskPatch } from "./Task.js"
 import type { PeriodSettings } from "../quotas/QuotaPeriods.js"
 import { shouldEnrich } from "../ai/AiEnrichment.js"
 import { projectRefusal } from "../projects/Project.js"
@@ -11,15 +11,15 @@ import { isQuota, newTaskRow, patchTaskRow, visibleFields } from "./TaskRules.js
 import type { CurrentUserShape } from "../kernel/CurrentUser.js"
 import { AiRateLimits } from "../ai/AiRateLimits.js"
 import { EnrichmentQueue } from "../ai/EnrichmentQueue.js"
-import { Mutations, type Tx } from "../pipeline/Mutations.js"
+import { Mutations, type Runner, type Tx } from "../pipeline/Mutations.js"
+import type { KeyedAnswer } from "../pipeline/IdempotencyRecord.js"
+import type { Pending } from "../pipeline/Pending.js"
 import { Quotas } from "../quotas/Quotas.js"
 import { TasksTable } from "../pipeline/Tables.js"
 import { TaskQueries } from "./TaskQueries.js"
 import { UserCalendar } from "../accounts/UserCalendar.js"
 import { inboxOf } from "../projects/ProjectsTable.js"
 import type { ProjectId, TaskId } from "../kernel/Ids.js"
-
-type Wire = Record<string, unknown>
 
 const quoted = (title: string) => `'${title}'`
 
@@ -64,21 +64,21 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
           onSome: Effect.succeed
         }))
 
-    /** `task` may stand for a wire JSON the commit statement renders: the id comes separately. */
-    const emitUpdated = (tx: Tx, id: number, task: Wire, fields: ReadonlyArray<string>) =>
-      tx.emit({ event: "task.updated", taskId: id, data: { task: task as JsonValue, fields_changed: [...fields] } })
+    /** `task` may be pending (the commit statement renders it): the id comes separately. */
+    const emitUpdated = (tx: Tx, id: number, task: JsonValue | Pending<Task>, fields: ReadonlyArray<string>) =>
+      tx.emit({ event: "task.updated", taskId: id, data: { task, fields_changed: [...fields] } })
 
     /**
      * One statement: the INSERT (which looks up the Inbox itself, renders the new task as wire
      * JSON and carries an enrichment request) and the pipeline's own writes all go out as the
      * commit statement (`Tx.insertAtCommit`).
      */
-    const create = (user: CurrentUserShape, input: TaskCreate) => {
+    const createWith = <X>(run: Runner<X>, user: CurrentUserShape, input: TaskCreate) => {
       // Requested on the task row itself, in the same statement (durable); queued and enriched
       // in the background.
       const enrich = enrichment.enabled && shouldEnrich(input)
       let wakeWorker = false
-      return mutations.run({ user, action: "create" }, (tx) =>
+      return run({ user, action: "create" }, (tx) =>
         Effect.gen(function*() {
           const projectId = input.project_id === undefined ? undefined : yield* usableProject(user, input.project_id)
           const base = yield* newTaskRow(input, { now: tx.now, zone: user.timezone, projectId, userId: user.id })
@@ -96,7 +96,7 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
             projectId === undefined ? { project_id: inboxOf(sql, sql`${user.id}`) } : {}
           )
           if (enrich) wakeWorker = yield* enrichment.noteQueued
-          tx.emit({ event: "task.created", taskId: inserted.id, data: { task: inserted.wire as JsonValue } })
+          tx.emit({ event: "task.created", taskId: inserted.id, data: { task: inserted.wire } })
           tx.count("tasks_created")
           tx.describe(`Created ${quoted(base.title)}`)
           return inserted.wire
@@ -107,8 +107,8 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
      * The task is locked with its owner's calendar; the UPDATE goes out with the commit
      * statement, and the task comes back from it as wire JSON.
      */
-    const update = (user: CurrentUserShape, id: TaskId, patch: TaskPatch) =>
-      mutations.run({ user, action: "edit" }, (tx) =>
+    const updateWith = <X>(run: Runner<X>, user: CurrentUserShape, id: TaskId, patch: TaskPatch) =>
+      run({ user, action: "edit" }, (tx) =>
         Effect.gen(function*() {
           const { calendar, current } = yield* queries.lockForWrite(user, id)
           if (patch.project_id !== undefined && patch.project_id !== current.project_id) {
@@ -127,7 +127,7 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
             : `Edited ${quoted(title)} (${fields.join(", ")})`
           if (fields.length > 0) emitUpdated(tx, id, task, fields)
           tx.describe(description)
-          return { ...task, fields_changed: fields, description }
+          return task.with({ fields_changed: fields, description })
         }))
 
     /** DELETE moves to the trash; deleting what is already there changes nothing. */
@@ -153,7 +153,7 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
           }
           const fields = yield* tx.update(TasksTable, id, { deleted_at: null })
           const task = yield* queries.wire(id)
-          emitUpdated(tx, id, task, fields)
+          emitUpdated(tx, id, task as JsonValue, fields)
           tx.describe(`Restored ${quoted(task.title)} from the trash`)
           return task
         }))
@@ -179,6 +179,14 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
           }))
       ).pipe(Effect.tap(() => (enrichment.enabled ? enrichment.wake : Effect.void)))
 
-    return { create, update, trash, restore, reprocess } as const
+    const create = (user: CurrentUserShape, input: TaskCreate) => createWith(mutations.run, user, input)
+    /** `create` under an Idempotency-Key: the answer is recorded with the key by the same statement. */
+    const createKeyed = (user: CurrentUserShape, input: TaskCreate, keyed: KeyedAnswer) =>
+      createWith(mutations.keyed(keyed), user, input)
+    const update = (user: CurrentUserShape, id: TaskId, patch: TaskPatch) => updateWith(mutations.run, user, id, patch)
+    const updateKeyed = (user: CurrentUserShape, id: TaskId, patch: TaskPatch, keyed: KeyedAnswer) =>
+      updateWith(mutations.keyed(keyed), user, id, patch)
+
+    return { create, createKeyed, update, updateKeyed, trash, restore, reprocess } as const
   })
 }) {}

@@ -9,21 +9,13 @@ import * as Crypto from "node:crypto"
 import { now as clockNow } from "../kernel/ServiceClock.js"
 import { reviewRows } from "../tasks/TaskListSql.js"
 import type { UserId } from "../kernel/Ids.js"
+import { keepSession, storedSession, takeSession } from "./ReviewSessionsTable.js"
 
 /** Spec §8: sessions older than an hour are purged when a new one starts. */
 export const REVIEW_SESSION_LIFETIME_MS = 60 * 60 * 1000
 const WINDOW_MS = 24 * 60 * 60 * 1000
 
 const unknownSession = () => new Conflict({ message: "Unknown or expired review session; start a new one" })
-
-interface StoredSession {
-  readonly user_id: number
-  readonly created_at: string
-  /** Task ids by seq − 1. */
-  readonly tasks: ReadonlyArray<number>
-}
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 export interface ReviewAction {
   readonly type: "done" | "snooze" | "skip"
@@ -45,35 +37,17 @@ export class Review extends Effect.Service<Review>()("steady/Review", {
 
     /** One row per user (the upsert replaces the last session), then the purge and the cap. */
     const keep = (id: string, userId: UserId, createdAt: Date, tasks: ReadonlyArray<number>) =>
-      Effect.gen(function*() {
-        const at = createdAt.toISOString()
-        const cutoff = new Date(createdAt.getTime() - REVIEW_SESSION_LIFETIME_MS).toISOString()
-        yield* sql`
-          INSERT INTO review_sessions (id, user_id, created_at, tasks)
-          VALUES (${id}::uuid, ${userId}, ${at}::timestamptz, ${`{${tasks.join(",")}}`}::int[])
-          ON CONFLICT (user_id) DO UPDATE SET
-            id = EXCLUDED.id, created_at = EXCLUDED.created_at, tasks = EXCLUDED.tasks, seq = DEFAULT`
-        yield* sql`
-          DELETE FROM review_sessions
-          WHERE created_at < ${cutoff}::timestamptz
-             OR seq <= (SELECT seq FROM review_sessions ORDER BY seq DESC OFFSET ${reviewSessionLimit} LIMIT 1)`
-      }).pipe(Effect.orDie)
+      keepSession(
+        sql,
+        { id, userId, at: createdAt.toISOString(), tasks },
+        new Date(createdAt.getTime() - REVIEW_SESSION_LIFETIME_MS).toISOString(),
+        reviewSessionLimit
+      )
 
-    const stored = (sessionId: string) =>
-      UUID.test(sessionId)
-        ? sql<StoredSession>`
-            SELECT user_id, steady_iso(created_at) AS created_at, tasks FROM review_sessions WHERE id = ${sessionId}::uuid`.pipe(
-            Effect.map((rows) => rows[0]),
-            Effect.orDie
-          )
-        : Effect.succeed(undefined)
+    const stored = (sessionId: string) => storedSession(sql, sessionId)
 
     /** Taken once: of two executes racing on any instances, one gets the session. */
-    const take = (sessionId: string) =>
-      sql<{ id: string }>`DELETE FROM review_sessions WHERE id = ${sessionId}::uuid RETURNING id`.pipe(
-        Effect.map((rows) => rows.length > 0),
-        Effect.orDie
-      )
+    const take = (sessionId: string) => takeSession(sql, sessionId)
 
     const start = (user: CurrentUserShape) =>
       Effect.gen(function*() {

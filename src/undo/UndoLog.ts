@@ -1,9 +1,12 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlSchema from "@effect/sql/SqlSchema"
 import type { Fragment } from "@effect/sql/Statement"
-import { Effect } from "effect"
+import { Effect, Option, Schema } from "effect"
 import type { RowChange } from "../changes/Changes.js"
+import { IdRow, IsoText } from "../kernel/Columns.js"
+import { JsonRow } from "../kernel/Json.js"
 import type { Direction } from "./Undo.js"
-import type { UserId } from "../kernel/Ids.js"
+import { UserId } from "../kernel/Ids.js"
 
 /**
  * Every statement on `undo_entries`: the entry the mutation pipeline's
@@ -11,13 +14,28 @@ import type { UserId } from "../kernel/Ids.js"
  * newest entry not undone is the next undo; the oldest undone one, the next redo.
  */
 
-export interface UndoEntry {
-  readonly id: number
-  readonly action: string
-  readonly description: string
-  readonly changes: ReadonlyArray<RowChange>
-  readonly tasks_affected: number
-}
+/** One change of an entry's `changes` (jsonb), as `RowChange` has it. */
+const StoredChange: Schema.Schema<RowChange> = Schema.Union(
+  Schema.Struct({ op: Schema.Literal("insert"), table: Schema.String, id: Schema.Int, after: JsonRow }),
+  Schema.Struct({
+    op: Schema.Literal("update"),
+    table: Schema.String,
+    id: Schema.Int,
+    before: JsonRow,
+    after: JsonRow,
+    guard: Schema.optionalWith(JsonRow, { exact: true })
+  }),
+  Schema.Struct({ op: Schema.Literal("delete"), table: Schema.String, id: Schema.Int, before: JsonRow })
+)
+
+export const UndoEntry = Schema.Struct({
+  id: Schema.Int,
+  action: Schema.String,
+  description: Schema.String,
+  changes: Schema.Array(StoredChange),
+  tasks_affected: Schema.Int
+})
+export type UndoEntry = typeof UndoEntry.Type
 
 export interface NewEntry {
   readonly userId: UserId
@@ -45,11 +63,15 @@ export const entryWrites = (sql: SqlClient.SqlClient, entry: NewEntry): Readonly
 /** Undoable and redoable entries (those after `sessionStartId`, if given) and the newest id. */
 export const entryCounts = (sql: SqlClient.SqlClient, userId: UserId, sessionStartId: number | undefined) => {
   const inSession = sessionStartId === undefined ? sql`` : sql`AND id > ${sessionStartId}`
-  return sql<{ undoable: number; redoable: number; latest: number | null }>`
-    SELECT (count(*) FILTER (WHERE NOT undone ${inSession}))::int AS undoable,
+  return SqlSchema.single({
+    Request: UserId,
+    Result: Schema.Struct({ undoable: Schema.Int, redoable: Schema.Int, latest: Schema.NullOr(Schema.Int) }),
+    execute: (userId) =>
+      sql`SELECT (count(*) FILTER (WHERE NOT undone ${inSession}))::int AS undoable,
            (count(*) FILTER (WHERE undone ${inSession}))::int AS redoable,
            max(id) AS latest
-    FROM undo_entries WHERE user_id = ${userId}`.pipe(Effect.map((rows) => rows[0]!), Effect.orDie)
+    FROM undo_entries WHERE user_id = ${userId}`
+  })(userId).pipe(Effect.orDie)
 }
 
 /** Picks the entry the next undo (or redo) takes: the newest not undone, or the oldest undone. */
@@ -68,34 +90,58 @@ export const tasksOfNextEntry = (sql: SqlClient.SqlClient, userId: UserId, direc
  * failing the recheck, so it is not taken twice.
  */
 export const lockNextEntry = (sql: SqlClient.SqlClient, userId: UserId, direction: Direction) =>
-  sql<UndoEntry>`SELECT id, action, description, changes, tasks_affected FROM undo_entries
-    ${nextEntry(sql, userId, direction)} FOR UPDATE`.pipe(Effect.map((rows) => rows[0]), Effect.orDie)
+  SqlSchema.findOne({
+    Request: UserId,
+    Result: UndoEntry,
+    execute: () =>
+      sql`SELECT id, action, description, changes, tasks_affected FROM undo_entries
+    ${nextEntry(sql, userId, direction)} FOR UPDATE`
+  })(userId).pipe(Effect.map(Option.getOrUndefined), Effect.orDie)
 
 export const markUndone = (sql: SqlClient.SqlClient, id: number, undone: boolean) =>
   sql`UPDATE undo_entries SET undone = ${undone} WHERE id = ${id}`.pipe(Effect.asVoid, Effect.orDie)
 
 /** A user's newest entries, newest first. */
 export const recentEntries = (sql: SqlClient.SqlClient, userId: UserId, limit: number) =>
-  sql<{ id: number; action: string; description: string; created_at: string; undone: boolean }>`
-    SELECT id, action, description, steady_iso(created_at) AS created_at, undone FROM undo_entries
-    WHERE user_id = ${userId} ORDER BY id DESC LIMIT ${limit}`.pipe(Effect.orDie)
+  SqlSchema.findAll({
+    Request: Schema.Struct({ userId: UserId, limit: Schema.Int }),
+    Result: Schema.Struct({
+      id: Schema.Int,
+      action: Schema.String,
+      description: Schema.String,
+      created_at: IsoText,
+      undone: Schema.Boolean
+    }),
+    execute: ({ limit, userId }) =>
+      sql`SELECT id, action, description, steady_iso(created_at) AS created_at, undone FROM undo_entries
+    WHERE user_id = ${userId} ORDER BY id DESC LIMIT ${limit}`
+  })({ userId, limit }).pipe(Effect.orDie)
 
 /** Drops entries created before `cutoff`; returns how many went. */
 export const dropEntriesBefore = (sql: SqlClient.SqlClient, cutoff: string) =>
-  sql<{ id: number }>`DELETE FROM undo_entries WHERE created_at < ${cutoff}::timestamptz RETURNING id`.pipe(
-    Effect.map((rows) => rows.length)
-  )
+  SqlSchema.findAll({
+    Request: IsoText,
+    Result: IdRow,
+    execute: (cutoff) => sql`DELETE FROM undo_entries WHERE created_at < ${cutoff}::timestamptz RETURNING id`
+  })(cutoff).pipe(Effect.map((rows) => rows.length), Effect.catchTag("ParseError", Effect.die))
 
 /** Users who recorded an entry after `afterId`, with their newest entry's id. */
 export const writersAfter = (sql: SqlClient.SqlClient, afterId: number) =>
-  sql<{ user_id: number; latest: number }>`
-    SELECT user_id, max(id) AS latest FROM undo_entries WHERE id > ${afterId} GROUP BY user_id`
+  SqlSchema.findAll({
+    Request: Schema.Int,
+    Result: Schema.Struct({ user_id: UserId, latest: Schema.Int }),
+    execute: (afterId) => sql`SELECT user_id, max(id) AS latest FROM undo_entries WHERE id > ${afterId} GROUP BY user_id`
+  })(afterId).pipe(Effect.catchTag("ParseError", Effect.die))
 
 /** Drops up to `batch` of a user's entries beyond the newest `depth`; returns how many went. */
-export const dropEntriesBeyond = (sql: SqlClient.SqlClient, userId: number, depth: number, batch: number) =>
-  sql<{ id: number }>`
-    DELETE FROM undo_entries WHERE id IN (
+export const dropEntriesBeyond = (sql: SqlClient.SqlClient, userId: UserId, depth: number, batch: number) =>
+  SqlSchema.findAll({
+    Request: Schema.Struct({ userId: UserId, depth: Schema.Int, batch: Schema.Int }),
+    Result: IdRow,
+    execute: ({ batch, depth, userId }) =>
+      sql`DELETE FROM undo_entries WHERE id IN (
       SELECT id FROM undo_entries WHERE user_id = ${userId} AND id < (
         SELECT id FROM undo_entries WHERE user_id = ${userId} ORDER BY id DESC OFFSET ${depth - 1} LIMIT 1)
       ORDER BY id LIMIT ${batch})
-    RETURNING id`.pipe(Effect.map((rows) => rows.length))
+    RETURNING id`
+  })({ userId, depth, batch }).pipe(Effect.map((rows) => rows.length), Effect.catchTag("ParseError", Effect.die))

@@ -224,7 +224,7 @@ export class UndoService extends Effect.Service<UndoService>()("steady/UndoServi
             if (dropped < TRIM_BATCH) break
           }
         }
-        const latest = writers.reduce((max, w) => Math.max(max, Number(w.latest)), afterId)
+        const latest = writers.reduce((max, w) => Math.max(max, w.latest), afterId)
         return { trimmed, latest }
       }).pipe(Effect.orDie)
 

@@ -1,9 +1,11 @@
 import * as SqlClient from "@effect/sql/SqlClient"
-import { Duration, Effect } from "effect"
+import * as SqlSchema from "@effect/sql/SqlSchema"
+import { Duration, Effect, Schema } from "effect"
+import { Int8 } from "../kernel/Columns.js"
 import { now as clockNow } from "../kernel/ServiceClock.js"
 import type { AttemptResult } from "./WebhookSender.js"
-import type { UserId, WebhookId } from "../kernel/Ids.js"
-import type { DeliveryLog } from "./Webhook.js"
+import { type UserId, WebhookId } from "../kernel/Ids.js"
+import { DeliveryLog } from "./Webhook.js"
 import { deliveryTarget, hasActiveWebhook } from "./WebhooksTable.js"
 
 /**
@@ -22,14 +24,16 @@ export const WEBHOOK_LOG_RETENTION_DAYS = 7
 /** Rows one purging statement deletes at most, so it never holds the connection for long. */
 const OUTBOX_BATCH = 1000
 
-export interface ClaimedDelivery {
-  readonly id: string
-  readonly webhook_id: number
-  readonly delivery_id: string
-  readonly event: string
-  readonly body: string
-  readonly attempts: number
-}
+/** A delivery leased for sending; its `bigint` id as text, as the statements that end it take it back. */
+export const ClaimedDelivery = Schema.Struct({
+  id: Schema.String,
+  webhook_id: Schema.Int,
+  delivery_id: Schema.String,
+  event: Schema.String,
+  body: Schema.String,
+  attempts: Schema.Int
+})
+export type ClaimedDelivery = typeof ClaimedDelivery.Type
 
 /**
  * Deliveries waiting per webhook. A receiver that is down while its user keeps working
@@ -69,10 +73,14 @@ export const outboxWrites = (sql: SqlClient.SqlClient, userId: UserId, at: strin
 
 /** A webhook's newest attempts, newest first by time (concurrent deliveries may insert out of clock order). */
 export const attemptLog = (sql: SqlClient.SqlClient, webhookId: WebhookId, limit: number) =>
-  sql<typeof DeliveryLog.Encoded>`
-    SELECT id::int AS id, webhook_id, delivery_id, event, payload, status_code, error, attempt, success, duration_ms,
+  SqlSchema.findAll({
+    Request: Schema.Struct({ webhookId: WebhookId, limit: Schema.Int }),
+    Result: DeliveryLog,
+    execute: ({ limit, webhookId }) =>
+      sql`SELECT id::int AS id, webhook_id, delivery_id, event, payload, status_code, error, attempt, success, duration_ms,
            steady_iso(created_at) AS created_at
-    FROM webhook_attempts WHERE webhook_id = ${webhookId} ORDER BY created_at DESC, id DESC LIMIT ${limit}`.pipe(Effect.orDie)
+    FROM webhook_attempts WHERE webhook_id = ${webhookId} ORDER BY created_at DESC, id DESC LIMIT ${limit}`
+  })({ webhookId, limit }).pipe(Effect.orDie)
 
 /** The metrics' counts, as scalar subqueries for one scrape statement; each follows an index. */
 export const backlogCounts = (sql: SqlClient.SqlClient, hourAgo: string, dayAgo: string) => ({
@@ -102,7 +110,11 @@ export class WebhookDeliveries extends Effect.Service<WebhookDeliveries>()("stea
         const now = yield* clockNow
         const leaseUntil = new Date(now.getTime() + Duration.toMillis(WEBHOOK_LEASE)).toISOString()
         const at = now.toISOString()
-        return yield* sql<ClaimedDelivery>`
+        return yield* SqlSchema.findAll({
+          Request: Schema.Void,
+          Result: ClaimedDelivery,
+          execute: () =>
+            sql`
           WITH RECURSIVE waiting AS (
             (SELECT user_id FROM webhook_deliveries WHERE status = 'pending' ORDER BY user_id LIMIT 1)
             UNION ALL
@@ -137,6 +149,7 @@ export class WebhookDeliveries extends Effect.Service<WebhookDeliveries>()("stea
           ) due
           WHERE d.id = due.id
           RETURNING d.id::text AS id, d.webhook_id, d.delivery_id, d.event, d.body, d.attempts`
+        })(undefined)
       }).pipe(Effect.orDie)
 
     const finish = (delivery: ClaimedDelivery, status: "delivered" | "failed" | "cancelled") =>
@@ -167,9 +180,24 @@ export class WebhookDeliveries extends Effect.Service<WebhookDeliveries>()("stea
     })
 
     /** The newest outbox event's id now (0 when there is none): the next purge's upper bound. */
-    const outboxMark = sql<{ id: string | number | null }>`SELECT max(id) AS id FROM outbox_events`.pipe(
-      Effect.map(([row]) => Number(row?.id ?? 0))
-    )
+    const outboxMark = SqlSchema.single({
+      Request: Schema.Void,
+      Result: Schema.Struct({ id: Schema.NullOr(Int8) }),
+      execute: () => sql`SELECT max(id) AS id FROM outbox_events`
+    })(undefined).pipe(Effect.map((row) => row.id ?? 0), Effect.catchTags({ ParseError: Effect.die, NoSuchElementException: Effect.die }))
+
+    const purgeOutboxBatch = SqlSchema.findAll({
+      Request: Schema.Int,
+      Result: Schema.Struct({ id: Int8 }),
+      execute: (upToId) =>
+        sql`DELETE FROM outbox_events WHERE id IN (
+              SELECT o.id FROM outbox_events o
+              WHERE o.id <= ${upToId} AND NOT EXISTS (
+                SELECT 1 FROM webhook_deliveries d
+                WHERE d.user_id = o.user_id AND d.created_at = o.occurred_at AND d.event = o.event)
+              ORDER BY o.id LIMIT ${OUTBOX_BATCH})
+            RETURNING id`
+    })
 
     /**
      * Drops outbox events up to `upToId` whose deliveries are all gone, i.e. finished and past
@@ -184,14 +212,7 @@ export class WebhookDeliveries extends Effect.Service<WebhookDeliveries>()("stea
       Effect.gen(function*() {
         let purged = 0
         for (;;) {
-          const rows = yield* sql<{ id: string }>`
-            DELETE FROM outbox_events WHERE id IN (
-              SELECT o.id FROM outbox_events o
-              WHERE o.id <= ${upToId} AND NOT EXISTS (
-                SELECT 1 FROM webhook_deliveries d
-                WHERE d.user_id = o.user_id AND d.created_at = o.occurred_at AND d.event = o.event)
-              ORDER BY o.id LIMIT ${OUTBOX_BATCH})
-            RETURNING id`
+          const rows = yield* purgeOutboxBatch(upToId).pipe(Effect.catchTag("ParseError", Effect.die))
           purged += rows.length
           if (rows.length < OUTBOX_BATCH) return purged
         }

@@ -1,8 +1,10 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlSchema from "@effect/sql/SqlSchema"
 import type { Fragment } from "@effect/sql/Statement"
-import { Effect } from "effect"
-import type { UserId, WebhookId } from "../kernel/Ids.js"
-import type { Webhook } from "./Webhook.js"
+import { Effect, Option, Schema } from "effect"
+import { CountRow, IdRow } from "../kernel/Columns.js"
+import { UserId, WebhookId } from "../kernel/Ids.js"
+import { Webhook } from "./Webhook.js"
 
 /**
  * Every statement on `webhooks`: the registrations' reads and writes, where
@@ -16,21 +18,32 @@ const webhookJson = (sql: SqlClient.SqlClient) =>
   sql`json_build_object('id', w.id, 'user_id', w.user_id, 'url', w.url, 'events', w.events, 'active', w.active,
     'created_at', steady_iso(w.created_at), 'updated_at', steady_iso(w.updated_at))`
 
+/** A row of `webhookJson` (both drivers parse the JSON). */
+const WebhookJsonRow = Schema.Struct({ webhook: Webhook })
+
 /** One of the user's webhooks; undefined when it is not theirs or gone. */
 export const webhookOf = (sql: SqlClient.SqlClient, userId: UserId, id: WebhookId) =>
-  sql<{ webhook: typeof Webhook.Encoded }>`
-          SELECT ${webhookJson(sql)} AS webhook FROM webhooks w WHERE w.id = ${id} AND w.user_id = ${userId}`.pipe(
-    Effect.map((rows) => rows[0]?.webhook),
-    Effect.orDie
-  )
+  SqlSchema.findOne({
+    Request: Schema.Struct({ userId: UserId, id: WebhookId }),
+    Result: WebhookJsonRow,
+    execute: ({ id, userId }) =>
+      sql`SELECT ${webhookJson(sql)} AS webhook FROM webhooks w WHERE w.id = ${id} AND w.user_id = ${userId}`
+  })({ userId, id }).pipe(Effect.map(Option.match({ onNone: () => undefined, onSome: (row) => row.webhook })), Effect.orDie)
 
 /** The user's webhooks, oldest first. */
 export const webhooksOf = (sql: SqlClient.SqlClient, userId: UserId) =>
-  sql<{ webhook: typeof Webhook.Encoded }>`SELECT ${webhookJson(sql)} AS webhook FROM webhooks w WHERE w.user_id = ${userId} ORDER BY w.id`
-    .pipe(Effect.map((rows) => rows.map((r) => r.webhook)), Effect.orDie)
+  SqlSchema.findAll({
+    Request: UserId,
+    Result: WebhookJsonRow,
+    execute: (userId) => sql`SELECT ${webhookJson(sql)} AS webhook FROM webhooks w WHERE w.user_id = ${userId} ORDER BY w.id`
+  })(userId).pipe(Effect.map((rows) => rows.map((r) => r.webhook)), Effect.orDie)
 
 export const webhookCount = (sql: SqlClient.SqlClient, userId: UserId) =>
-  sql<{ n: number }>`SELECT count(*)::int AS n FROM webhooks WHERE user_id = ${userId}`.pipe(Effect.map((rows) => rows[0]!.n))
+  SqlSchema.single({
+    Request: UserId,
+    Result: CountRow,
+    execute: (userId) => sql`SELECT count(*)::int AS n FROM webhooks WHERE user_id = ${userId}`
+  })(userId).pipe(Effect.map((row) => row.n), Effect.catchTags({ ParseError: Effect.die, NoSuchElementException: Effect.die }))
 
 export interface NewWebhook {
   readonly userId: UserId
@@ -42,10 +55,17 @@ export interface NewWebhook {
 
 /** Registers a webhook; returns its id. */
 export const insertWebhook = (sql: SqlClient.SqlClient, hook: NewWebhook) =>
-  sql<{ id: WebhookId }>`
-            INSERT INTO webhooks (user_id, url, events, secret, created_at, updated_at)
-            VALUES (${hook.userId}, ${hook.url}, ${JSON.stringify(hook.events)}::jsonb, ${hook.secret}, ${hook.at}::timestamptz, ${hook.at}::timestamptz)
-            RETURNING id`.pipe(Effect.map((rows) => rows[0]!.id))
+  SqlSchema.single({
+    Request: Schema.Struct({ userId: UserId, url: Schema.String, events: Schema.String, secret: Schema.String, at: Schema.String }),
+    Result: Schema.Struct({ id: WebhookId }),
+    execute: (hook) =>
+      sql`INSERT INTO webhooks (user_id, url, events, secret, created_at, updated_at)
+            VALUES (${hook.userId}, ${hook.url}, ${hook.events}::jsonb, ${hook.secret}, ${hook.at}::timestamptz, ${hook.at}::timestamptz)
+            RETURNING id`
+  })({ ...hook, events: JSON.stringify(hook.events) }).pipe(
+    Effect.map((row) => row.id),
+    Effect.catchTags({ ParseError: Effect.die, NoSuchElementException: Effect.die })
+  )
 
 export interface WebhookPatch {
   readonly url?: string | undefined
@@ -64,23 +84,23 @@ export const updateWebhook = (sql: SqlClient.SqlClient, userId: UserId, id: Webh
 
 /** Deletes one of the user's webhooks (its deliveries and log go with it); whether there was one. */
 export const deleteWebhook = (sql: SqlClient.SqlClient, userId: UserId, id: WebhookId) =>
-  sql<{ id: number }>`DELETE FROM webhooks WHERE id = ${id} AND user_id = ${userId} RETURNING id`.pipe(
-    Effect.map((rows) => rows.length > 0),
-    Effect.orDie
-  )
+  SqlSchema.findAll({
+    Request: Schema.Struct({ userId: UserId, id: WebhookId }),
+    Result: IdRow,
+    execute: ({ id, userId }) => sql`DELETE FROM webhooks WHERE id = ${id} AND user_id = ${userId} RETURNING id`
+  })({ userId, id }).pipe(Effect.map((rows) => rows.length > 0), Effect.orDie)
 
-export interface DeliveryTarget {
-  readonly url: string
-  readonly secret: string
-  readonly active: boolean
-}
+/** Where a webhook's deliveries go, read at each attempt. */
+export const DeliveryTarget = Schema.Struct({ url: Schema.String, secret: Schema.String, active: Schema.Boolean })
+export type DeliveryTarget = typeof DeliveryTarget.Type
 
 /** Where a webhook's deliveries go now; undefined once it is deleted. */
 export const deliveryTarget = (sql: SqlClient.SqlClient, id: number) =>
-  sql<DeliveryTarget>`SELECT url, secret, active FROM webhooks WHERE id = ${id}`.pipe(
-    Effect.map((rows) => rows[0]),
-    Effect.orDie
-  )
+  SqlSchema.findOne({
+    Request: Schema.Int,
+    Result: DeliveryTarget,
+    execute: (id) => sql`SELECT url, secret, active FROM webhooks WHERE id = ${id}`
+  })(id).pipe(Effect.map(Option.getOrUndefined), Effect.orDie)
 
 /** Whether the user has an active webhook, as a condition. */
 export const hasActiveWebhook = (sql: SqlClient.SqlClient, userId: UserId): Fragment =>

@@ -1,0 +1,31 @@
+import { Schema } from "effect"
+
+/**
+ * Column schemas for rows as the two drivers return them, so a repository decodes what it
+ * reads the same way on PostgreSQL (`pg`) and on the embedded database (PGlite):
+ *
+ * - `integer`, `boolean`, `float8`, `text`, `uuid`, `json`/`jsonb` and `integer[]` come back
+ *   alike (numbers, booleans, strings, parsed JSON, arrays);
+ * - `bigint` (`bigserial` ids, `count(*)`, `sum`/`max` of them) comes back as decimal text from
+ *   `pg` and as a number from PGlite: `Int8`;
+ * - `numeric` comes back as text from both, `timestamptz` and `date` as `Date`s from both:
+ *   statements cast the first to `float8` or `int` and render the others as text
+ *   (`steady_iso(…)`), so no repository decodes either.
+ */
+
+const IntFromText = Schema.compose(Schema.NumberFromString, Schema.Int)
+
+/** A `bigint` column: a safe integer, given as a number or as its decimal text. */
+export const Int8 = Schema.Union(Schema.Int, IntFromText).pipe(
+  Schema.filter((n) => Number.isSafeInteger(n) || "is beyond 2^53"),
+  Schema.annotations({ identifier: "Int8" })
+)
+
+/** A timestamp rendered by `steady_iso(…)`: ISO-8601 in UTC with milliseconds. */
+export const IsoText = Schema.String
+
+/** `{ n }`: a count or another single integer a statement computes (`count(*)::int AS n`). */
+export const CountRow = Schema.Struct({ n: Schema.Int })
+
+/** `{ id }` of an `integer` key, as a `RETURNING id` or an existence probe reads it. */
+export const IdRow = Schema.Struct({ id: Schema.Int })

@@ -1,0 +1,46 @@
+import * as SqlClient from "@effect/sql/SqlClient"
+import { ConfigProvider, Effect, Either, Layer } from "effect"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+import { appConfig } from "../src/kernel/AppConfig.js"
+import { layerPglite } from "../src/sql/PgliteClient.js"
+
+/**
+ * The embedded database's buffer pool is resident from PGlite's start (its WebAssembly heap
+ * never shrinks), so its size is what the service's memory is planned by: 16MB unless
+ * EMBEDDED_SHARED_BUFFERS says otherwise, where a new data directory's postgresql.conf says 128MB.
+ */
+const sharedBuffers = (layer: Layer.Layer<SqlClient.SqlClient, unknown>) =>
+  Effect.runPromise(
+    Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ shared_buffers: string }>`SHOW shared_buffers`).pipe(
+      Effect.map((rows) => rows[0]!.shared_buffers),
+      Effect.provide(Layer.orDie(layer))
+    )
+  )
+
+// A data directory, as the service always has (PGlite in memory starts with its own settings).
+const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "steady-test-memory-"))
+afterAll(() => Fs.rmSync(dir, { recursive: true, force: true }))
+
+const configFrom = (env: Record<string, string>) =>
+  Effect.runPromise(Effect.either(Effect.withConfigProvider(appConfig, ConfigProvider.fromMap(new Map(Object.entries(env))))))
+
+describe("the embedded database's memory", () => {
+  it("starts with a 16MB buffer pool by default, and the size given otherwise", async () => {
+    expect(await sharedBuffers(layerPglite(dir))).toBe("16MB")
+    expect(await sharedBuffers(layerPglite(dir, undefined, { sharedBuffers: "8MB" }))).toBe("8MB")
+  }, 180_000)
+
+  it("EMBEDDED_SHARED_BUFFERS is read and checked with the rest of the configuration", async () => {
+    const byDefault = await configFrom({})
+    expect(Either.isRight(byDefault) && byDefault.right.embeddedSharedBuffers).toBe("16MB")
+    const set = await configFrom({ EMBEDDED_SHARED_BUFFERS: "64MB" })
+    expect(Either.isRight(set) && set.right.embeddedSharedBuffers).toBe("64MB")
+    for (const bad of ["16", "lots", "64KB", "2GB", "64kB"]) {
+      const wrong = await configFrom({ EMBEDDED_SHARED_BUFFERS: bad })
+      expect(Either.isLeft(wrong), bad).toBe(true)
+    }
+  })
+})
