@@ -13,14 +13,14 @@ import { createTask } from "./support/tasks.js"
 import { createWebhook, deliveryRows } from "./support/webhooks.js"
 
 /*
- * Idempotency-Key on writes (issue 14 §1, IETF httpapi idempotency-key draft), through HTTP:
+ * Idempotency-Key on writes (IETF httpapi idempotency-key draft), through HTTP:
  * a retry replays the first answer and changes nothing; a reused key on another request is
  * a 422; a key still running is a 409; error answers are not kept; records live 24 hours.
  */
 
 const REPLAYED = "idempotent-replayed"
 
-describe("Idempotency-Key (issue 14)", () => {
+describe("Idempotency-Key", () => {
   let service: TestService
   let receiver: Receiver
   let counter = 0

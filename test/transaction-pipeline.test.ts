@@ -4,7 +4,7 @@ import { answersAtOnce, commitWithNextStatement, makeGuardedPool, OutageTracker 
 import { databaseKind, freshDatabase, type TestDatabase } from "./support/database.js"
 
 /*
- * Issue 12 item 5: BEGIN goes out in one pipeline with a transaction's first statement, and
+ * BEGIN goes out in one pipeline with a transaction's first statement, and
  * COMMIT with the statement its caller marks as the last, so a single-task write is two round
  * trips. These drive a connection the way @effect/sql's withTransaction does (BEGIN, the
  * statements, COMMIT or ROLLBACK, each as `query(text, values, callback)`) and check that

@@ -12,7 +12,7 @@ import { outboxEvents, query, undoEntries } from "./support/rows.js"
 import { createWebhook, deliveryRows } from "./support/webhooks.js"
 
 /**
- * Issue 12 item 5 / issue 17 item 5: a single-task write sends few statements. The undo
+ * A single-task write sends few statements. The undo
  * entry, outbox events, deliveries, statistics and change-feed rows go out as one statement
  * at commit, and the answer comes from the write itself (RETURNING the wire JSON). Today's
  * code sent 12 (POST) and 14 (done) statements besides BEGIN and COMMIT.

@@ -16,12 +16,17 @@ export interface LocalParts {
 
 const formatters = new Map<string, Intl.DateTimeFormat>()
 
-const formatterFor = (zone: string): Intl.DateTimeFormat => {
+/**
+ * The one wall-clock formatter per zone, shared with `recurrence/ZoneOffsets` (which reads
+ * the era for years before 1 and ignores the weekday; `localParts` the reverse).
+ */
+export const formatterFor = (zone: string): Intl.DateTimeFormat => {
   let f = formatters.get(zone)
   if (f === undefined) {
     f = new Intl.DateTimeFormat("en-US", {
       timeZone: zone,
       hourCycle: "h23",
+      era: "short",
       year: "numeric",
       month: "numeric",
       day: "numeric",

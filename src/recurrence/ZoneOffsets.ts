@@ -4,6 +4,7 @@
  * are read once per zone and UTC day (bisecting the transition when the day has one) and
  * kept. Wall times here are "floating" milliseconds: the wall clock's fields read as UTC.
  */
+import { formatterFor } from "../kernel/LocalTime.js"
 
 const DAY = 86_400_000
 
@@ -14,7 +15,6 @@ interface DayOffsets {
   readonly after: number
 }
 
-const formatters = new Map<string, Intl.DateTimeFormat>()
 const days = new Map<string, Map<number, DayOffsets>>()
 // Bounded: far-flung dates in many zones must not grow the cache without limit (an entry is
 // ~100 bytes of heap, so this is ~5 MiB full: 137 zone-years; refilling costs a couple of
@@ -37,25 +37,6 @@ const evictOldest = () => {
     }
     if (zoneDays.size === 0) days.delete(zone)
   }
-}
-
-const formatterFor = (zone: string): Intl.DateTimeFormat => {
-  let f = formatters.get(zone)
-  if (f === undefined) {
-    f = new Intl.DateTimeFormat("en-US", {
-      timeZone: zone,
-      hourCycle: "h23",
-      era: "short",
-      year: "numeric",
-      month: "numeric",
-      day: "numeric",
-      hour: "numeric",
-      minute: "numeric",
-      second: "numeric"
-    })
-    formatters.set(zone, f)
-  }
-  return f
 }
 
 const intlOffset = (zone: string, ms: number): number => {

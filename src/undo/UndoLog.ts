@@ -41,7 +41,10 @@ export interface NewEntry {
   readonly userId: UserId
   readonly action: string
   readonly description: string
-  /** The changes as JSON text in SQL (it may hold stand-ins the commit statement replaces). */
+  /**
+   * The changes as JSON text in SQL; it may hold the serialised `Pending` values of
+   * `pipeline/Pending.ts`, which the commit statement replaces.
+   */
   readonly changes: Fragment
   readonly tasksAffected: number
   readonly at: string
