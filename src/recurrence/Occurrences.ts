@@ -58,21 +58,22 @@ export const nextOccurrence = (input: RecurrenceInput, seriesStart: Date, after:
 /**
  * How many occurrences of a series that starts at `seriesStart` lie strictly between it and
  * `before`, counting no further than `limit`; undefined when the rule is refused or `budget`
- * runs out. One forward pass, however far `before` lies (see RuleExpansion.countBefore).
+ * runs out. One forward pass, however far `before` lies, pausing as RuleExpansion.countBefore
+ * does (`runToEnd` for the plain answer).
  */
-export const occurrencesBetween = (
+export function* occurrencesBetween(
   input: RecurrenceInput,
   seriesStart: Date,
   before: Date,
   limit: number,
   budget: ExpansionBudget
-): number | undefined => {
+): Generator<void, number | undefined> {
   const parsed = parseRule(input.rule)
   if (Either.isLeft(parsed)) return undefined
   const dtWall = seriesWall(seriesStart, input)
-  const upToStart = countBefore(parsed.right, dtWall, input.zone, seriesStart.getTime(), true, Infinity, budget)
+  const upToStart = yield* countBefore(parsed.right, dtWall, input.zone, seriesStart.getTime(), true, Infinity, budget)
   if (upToStart === undefined) return undefined
-  const beforeEnd = countBefore(parsed.right, dtWall, input.zone, before.getTime(), false, limit + upToStart, budget)
+  const beforeEnd = yield* countBefore(parsed.right, dtWall, input.zone, before.getTime(), false, limit + upToStart, budget)
   return beforeEnd === undefined ? undefined : Math.min(limit, Math.max(0, beforeEnd - upToStart))
 }
 

@@ -371,6 +371,17 @@ export interface ExpansionBudget {
   left: number
 }
 
+/** Units a counting walk spends between two pauses: well under a millisecond of work. */
+export const PAUSE_UNITS = 2_000
+
+/** A pausing walk's answer, its pauses ignored. */
+export const runToEnd = <A>(walk: Generator<void, A>): A => {
+  for (;;) {
+    const step = walk.next()
+    if (step.done === true) return step.value
+  }
+}
+
 /**
  * How many occurrences of `rule` (series' first period holding `dtWall`) fall strictly
  * before `instant` (at or before it when `inclusive`), counting no further than `limit`;
@@ -379,8 +390,12 @@ export interface ExpansionBudget {
  * series with it would restart that walk on every step. When every period holds the same
  * number of candidates the periods before the target are counted by arithmetic, so a rule
  * like FREQ=HOURLY costs a few periods however far the target lies.
+ *
+ * A walk can spend a whole feed's budget, so it pauses (a bare `yield`) between periods
+ * each time it has spent PAUSE_UNITS: a caller sharing the event loop lets other work run
+ * there; `runToEnd` ignores the pauses.
  */
-export const countBefore = (
+export function* countBefore(
   rule: ParsedRule,
   dtWall: number,
   zone: string,
@@ -388,7 +403,7 @@ export const countBefore = (
   inclusive: boolean,
   limit: number,
   budget: ExpansionBudget
-): number | undefined => {
+): Generator<void, number | undefined> {
   const c = compile(rule, dtWall)
   if (unreachable(c) !== undefined) return undefined
   const interval = rule.interval
@@ -407,8 +422,13 @@ export const countBefore = (
       p = q
     }
   }
+  let pausedAt = budget.left
   for (;;) {
     if (budget.left <= 0) return undefined
+    if (pausedAt - budget.left >= PAUSE_UNITS) {
+      pausedAt = budget.left
+      yield
+    }
     const abs = c.abs0 + p
     if (yearOfAbs(c, abs) > MAX_YEAR || periodStartWall(c, abs) > endWall) return count
     const candidates = expand(c, abs, budget)

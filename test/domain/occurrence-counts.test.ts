@@ -1,9 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Either, FastCheck as fc } from "effect"
 import { renderFeed } from "../../src/changes/CalendarFeed.js"
-import { nextOccurrence, occurrencesBetween, type RecurrenceInput } from "../../src/recurrence/Occurrences.js"
-import { parseRule } from "../../src/recurrence/Recurrence.js"
-import { search } from "../../src/recurrence/RuleExpansion.js"
+import { nextOccurrence, occurrencesBetween as walkBetween, type RecurrenceInput } from "../../src/recurrence/Occurrences.js"
+import { MAX_PERIOD_CANDIDATES, parseRule } from "../../src/recurrence/Recurrence.js"
+import { type ExpansionBudget, PAUSE_UNITS, runToEnd, search } from "../../src/recurrence/RuleExpansion.js"
 import { wallOf } from "../../src/recurrence/ZoneOffsets.js"
 
 /**
@@ -72,6 +72,9 @@ const RULES = [
 
 const instantArb = fc.date({ min: new Date("2024-01-01T00:00:00Z"), max: new Date("2031-12-31T00:00:00Z"), noInvalidDate: true })
 
+const occurrencesBetween = (input: RecurrenceInput, start: Date, before: Date, limit: number, budget: ExpansionBudget) =>
+  runToEnd(walkBetween(input, start, before, limit, budget))
+
 describe("occurrencesBetween", () => {
   it.prop(
     "counts what stepping through the series one occurrence at a time counts",
@@ -118,6 +121,26 @@ describe("occurrencesBetween", () => {
     expect(occurrencesBetween({ rule: "FREQ=HOURLY", zone: "UTC", anchorTime: null }, new Date("2027-01-01T00:00:00Z"), new Date("2045-01-01T00:00:00Z"), 1_000_000, hourly))
       .toBe((Date.UTC(2045, 0, 1) - Date.UTC(2027, 0, 1)) / 3_600_000 - 1)
     expect(hourly.left).toBeGreaterThan(900)
+  })
+
+  it("pauses every PAUSE_UNITS or so: no stretch of a long walk spends more than that and one period", () => {
+    const hours = Array.from({ length: 24 }, (_, h) => h).join(",")
+    const input = { rule: `FREQ=DAILY;BYHOUR=${hours};BYMINUTE=0,15,30,45;BYMONTH=1,7`, zone: "Europe/Berlin", anchorTime: null }
+    const budget = { left: 400_000 }
+    const walk = walkBetween(input, new Date("2027-01-01T00:00:00Z"), new Date("2045-01-01T00:00:00Z"), 200_000, budget)
+    const stretches: Array<number> = []
+    let spentAt = budget.left
+    for (let step = walk.next(); ; step = walk.next()) {
+      stretches.push(spentAt - budget.left)
+      spentAt = budget.left
+      if (step.done === true) {
+        // 18 years of 62 days × 96 quarter hours, less the start itself: the same answer as in one go.
+        expect(step.value).toBe(18 * 62 * 96 - 1)
+        break
+      }
+    }
+    expect(stretches.length).toBeGreaterThan(40)
+    expect(Math.max(...stretches)).toBeLessThanOrEqual(PAUSE_UNITS + MAX_PERIOD_CANDIDATES + 400)
   })
 })
 
