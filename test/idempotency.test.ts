@@ -1,9 +1,12 @@
+import { HttpApi } from "@effect/platform"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import Pg from "pg"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { afterCommit, holdingAfterCommit } from "../src/pipeline/AfterCommit.js"
+import { Api } from "../src/http/Api.js"
 import { Idempotency } from "../src/pipeline/Idempotency.js"
+import { takesIdempotencyKey } from "../src/pipeline/IdempotencyKey.js"
 import { databaseKind } from "./support/database.js"
 import { freezeServiceClock, type FrozenClock } from "./support/frozen-clock.js"
 import { type Receiver, sleep, startReceiver } from "./support/receiver.js"
@@ -126,6 +129,175 @@ describe("Idempotency-Key", () => {
     }
     expect(await tasksTitled(user, "Once")).toEqual([first.body.data.id])
     expect(await records(user)).toEqual([{ key, status: 201 }])
+  })
+
+  /**
+   * Every write that takes a key, each with what it needs set up: a retry replays the first
+   * answer byte for byte and the write ran once (one record for the key, and the undo log or
+   * the row shows one change). Each handler records its own key (KeyedAnswers.ts), so a write
+   * missing here is a route nobody checked: the list is compared with the API's.
+   */
+  type Case = {
+    readonly prepare: (user: TestUser) => Promise<{ readonly path: string; readonly body?: unknown }>
+    /** Undo entries the write adds, when it adds any. */
+    readonly undo?: number
+  }
+  const today = () => new Date().toISOString().slice(0, 10)
+  const ROUTES: Record<string, Case> = {
+    "PATCH /api/user/preferences": { prepare: async () => ({ path: "/api/user/preferences", body: { timezone: "Europe/Berlin" } }) },
+    "DELETE /api/tokens/:id": {
+      prepare: async (user) => ({ path: `/api/tokens/${(await user.api.post("/api/tokens", { name: "spare" })).body.data.id}` })
+    },
+    "POST /api/tasks": { prepare: async () => ({ path: "/api/tasks", body: { title: "made once" } }), undo: 1 },
+    "PATCH /api/tasks/:id": { prepare: async (user) => ({ path: `/api/tasks/${(await createTask(user.api, { title: "t" })).id}`, body: { title: "renamed" } }), undo: 1 },
+    "DELETE /api/tasks/:id": { prepare: async (user) => ({ path: `/api/tasks/${(await createTask(user.api, { title: "t" })).id}` }), undo: 1 },
+    "POST /api/tasks/:id/restore": {
+      prepare: async (user) => {
+        const task = await createTask(user.api, { title: "t" })
+        expect((await user.api.delete(`/api/tasks/${task.id}`)).status).toBe(200)
+        return { path: `/api/tasks/${task.id}/restore` }
+      },
+      undo: 1
+    },
+    "POST /api/tasks/:id/done": { prepare: async (user) => ({ path: `/api/tasks/${(await createTask(user.api, { title: "t" })).id}/done` }), undo: 1 },
+    "POST /api/tasks/:id/undone": {
+      prepare: async (user) => {
+        const task = await createTask(user.api, { title: "t" })
+        expect((await user.api.post(`/api/tasks/${task.id}/done`)).status).toBe(200)
+        return { path: `/api/tasks/${task.id}/undone` }
+      },
+      undo: 1
+    },
+    "POST /api/tasks/:id/skip-occurrence": {
+      prepare: async (user) => ({
+        path: `/api/tasks/${(await createTask(user.api, { title: "t", due_at: "2030-01-01T09:00:00Z", rrule: "FREQ=DAILY" })).id}/skip-occurrence`
+      }),
+      undo: 1
+    },
+    "POST /api/tasks/:id/snooze": {
+      prepare: async (user) => ({ path: `/api/tasks/${(await createTask(user.api, { title: "t" })).id}/snooze`, body: { until: "2031-01-01T09:00:00Z" } }),
+      undo: 1
+    },
+    "POST /api/tasks/:id/progress": {
+      prepare: async (user) => ({
+        path: `/api/tasks/${(await createTask(user.api, { title: "q", progress_target: 5, rrule: "FREQ=WEEKLY" })).id}/progress`,
+        body: { delta: 1 }
+      }),
+      undo: 1
+    },
+    "POST /api/quota-prompts/did": {
+      prepare: async (user) => {
+        const quota = await createTask(user.api, { title: "q", progress_target: 3, rrule: "FREQ=DAILY" })
+        return { path: "/api/quota-prompts/did", body: { keys: [`q:${quota.id}:1:${today()}`] } }
+      }
+    },
+    "POST /api/quota-prompts/consider": {
+      prepare: async (user) => {
+        const quota = await createTask(user.api, { title: "q", progress_target: 3, rrule: "FREQ=DAILY" })
+        return { path: "/api/quota-prompts/consider", body: { keys: [`q:${quota.id}:1:${today()}`] } }
+      }
+    },
+    "POST /api/quota-prompts/restore": {
+      prepare: async (user) => {
+        const quota = await createTask(user.api, { title: "q", progress_target: 3, rrule: "FREQ=DAILY" })
+        const keys = [`q:${quota.id}:1:${today()}`]
+        expect((await user.api.post("/api/quota-prompts/consider", { keys })).status).toBe(200)
+        return { path: "/api/quota-prompts/restore", body: { keys } }
+      }
+    },
+    "POST /api/time-slots": { prepare: async () => ({ path: "/api/time-slots", body: { label: "Late", start_time: "23:15" } }) },
+    "PATCH /api/time-slots/:id": {
+      prepare: async (user) => ({
+        path: `/api/time-slots/${(await user.api.post("/api/time-slots", { label: "Late", start_time: "23:15" })).body.data.id}`,
+        body: { label: "Later", start_time: "23:30" }
+      })
+    },
+    "DELETE /api/time-slots/:id": {
+      prepare: async (user) => ({ path: `/api/time-slots/${(await user.api.post("/api/time-slots", { label: "Late", start_time: "23:15" })).body.data.id}` })
+    },
+    "POST /api/undo": { prepare: async (user) => (await createTask(user.api, { title: "t" }), { path: "/api/undo" }) },
+    "POST /api/redo": {
+      prepare: async (user) => {
+        await createTask(user.api, { title: "t" })
+        expect((await user.api.post("/api/undo")).status).toBe(200)
+        return { path: "/api/redo" }
+      }
+    },
+    "POST /api/webhooks": { prepare: async () => ({ path: "/api/webhooks", body: { url: receiver.url("/once"), events: ["task.created"] } }) },
+    "PATCH /api/webhooks/:id": {
+      prepare: async (user) => ({
+        path: `/api/webhooks/${(await createWebhook(user.api, receiver.url("/a"), ["task.created"])).id}`,
+        body: { url: receiver.url("/b"), events: ["task.completed"], active: false }
+      })
+    },
+    "DELETE /api/webhooks/:id": {
+      prepare: async (user) => ({ path: `/api/webhooks/${(await createWebhook(user.api, receiver.url("/a"), ["task.created"])).id}` })
+    },
+    "POST /api/tasks/bulk/done": { prepare: async (user) => ({ path: "/api/tasks/bulk/done", body: { ids: [(await createTask(user.api, { title: "t" })).id] } }), undo: 1 },
+    "POST /api/tasks/bulk/snooze": {
+      prepare: async (user) => ({ path: "/api/tasks/bulk/snooze", body: { ids: [(await createTask(user.api, { title: "t" })).id], until: "2031-01-01T09:00:00Z" } }),
+      undo: 1
+    },
+    "POST /api/tasks/bulk/snooze-overdue": {
+      prepare: async (user) => {
+        await createTask(user.api, { title: "late", due_at: "2020-01-01T09:00:00Z" })
+        return { path: "/api/tasks/bulk/snooze-overdue", body: { until: "2031-01-01T09:00:00Z" } }
+      },
+      undo: 1
+    },
+    "POST /api/tasks/bulk/edit": {
+      prepare: async (user) => ({ path: "/api/tasks/bulk/edit", body: { ids: [(await createTask(user.api, { title: "t" })).id], changes: { priority: 2 } } }),
+      undo: 1
+    },
+    "POST /api/review/execute": {
+      prepare: async (user) => {
+        await createTask(user.api, { title: "late", due_at: "2020-01-01T09:00:00Z" })
+        const review = await user.api.get("/api/review")
+        expect(review.status).toBe(200)
+        return { path: "/api/review/execute", body: { session_id: review.body.data.session_id, actions: [{ type: "done", targets: ["1"] }] } }
+      },
+      undo: 1
+    },
+    "POST /api/projects": { prepare: async () => ({ path: "/api/projects", body: { name: "Once" } }) },
+    "PATCH /api/projects/reorder": {
+      prepare: async (user) => {
+        const a = (await user.api.post("/api/projects", { name: "A" })).body.data.id as number
+        const b = (await user.api.post("/api/projects", { name: "B" })).body.data.id as number
+        return { path: "/api/projects/reorder", body: { project_ids: [b, a] } }
+      }
+    },
+    "PATCH /api/projects/:id": {
+      prepare: async (user) => ({ path: `/api/projects/${(await user.api.post("/api/projects", { name: "A" })).body.data.id}`, body: { name: "B" } })
+    },
+    "DELETE /api/projects/:id": { prepare: async (user) => ({ path: `/api/projects/${(await user.api.post("/api/projects", { name: "A" })).body.data.id}` }) },
+    "DELETE /api/calendar/key": {
+      prepare: async (user) => (expect((await user.api.post("/api/calendar/key")).status).toBe(201), { path: "/api/calendar/key" })
+    }
+  }
+  /** Keyed routes not exercised above, and why. */
+  const NOT_HERE: Record<string, string> = {
+    "POST /api/tasks/:id/reprocess": "needs an AI provider; its keyed answer goes through answerData like the rest (ai-enrichment tests)"
+  }
+
+  it("the list of keyed writes checked here is every write that takes a key", () => {
+    const keyed: Array<string> = []
+    HttpApi.reflect(Api, {
+      onGroup: () => {},
+      onEndpoint: ({ endpoint }) => {
+        if (takesIdempotencyKey(endpoint.method, endpoint.path.replaceAll(/:\w+/g, "1"))) keyed.push(`${endpoint.method} ${endpoint.path}`)
+      }
+    })
+    expect(keyed.sort()).toEqual([...Object.keys(ROUTES), ...Object.keys(NOT_HERE)].sort())
+  })
+
+  it.each(Object.keys(ROUTES))("%s: a retry replays the first answer and the write ran once", async (route) => {
+    const user = await freshUser()
+    const method = route.slice(0, route.indexOf(" "))
+    const { path, body } = await ROUTES[route]!.prepare(user)
+    const undoBefore = (await undoEntries(service, user.id)).length
+    const { key } = await sendTwice(user, method, path, body)
+    expect((await records(user)).filter((r) => r.key === key)).toHaveLength(1)
+    if (ROUTES[route]!.undo !== undefined) expect((await undoEntries(service, user.id)).length - undoBefore).toBe(ROUTES[route]!.undo)
   })
 
   it("a retried bulk done completes once and replays the bare counts", async () => {

@@ -1,6 +1,7 @@
 import { HttpServerResponse } from "@effect/platform"
 import { Effect, type Schema } from "effect"
 import { CurrentUser, type CurrentUserShape } from "../kernel/CurrentUser.js"
+import { onceByKey } from "./KeyedAnswers.js"
 
 /**
  * A handler's whole body, for the current user. What `body` yields must have the encoded type
@@ -9,6 +10,9 @@ import { CurrentUser, type CurrentUserShape } from "../kernel/CurrentUser.js"
  * or built by our own code, and schema work on every row costs more than the query (STYLE,
  * performance notes). The contract tests (`wire-schema`, `openapi-contract`) run the schemas
  * over real answers.
+ *
+ * A write answered through these helpers with an Idempotency-Key runs once per key
+ * (`onceByKey`): its work and the record of its answer in one transaction.
  */
 type Body<A, E, R> = (user: CurrentUserShape) => Effect.Effect<A, E, R>
 
@@ -21,7 +25,7 @@ export const dataResponse = <S extends Schema.Schema.Any>(_schema: S, data: Sche
 /** `{data}` for an endpoint whose success is `Data(schema)`. */
 export const answerData = <S extends Schema.Schema.Any>(_schema: S, status = 200) =>
 <E, R>(body: Body<Schema.Schema.Encoded<S>, E, R>) =>
-  Effect.map(forUser(body), (data) => dataResponse(_schema, data, status))
+  onceByKey(Effect.map(forUser(body), (data) => dataResponse(_schema, data, status)))
 
 /**
  * `{data}` the database rendered as JSON text (`Data(schema)` in its shape), handed to the
@@ -30,7 +34,7 @@ export const answerData = <S extends Schema.Schema.Any>(_schema: S, status = 200
  */
 export const answerJsonText = <S extends Schema.Schema.Any>(_schema: S, status = 200) =>
 <E, R>(body: Body<string, E, R>) =>
-  Effect.map(forUser(body), (text) => jsonTextResponse(_schema, text, status))
+  onceByKey(Effect.map(forUser(body), (text) => jsonTextResponse(_schema, text, status)))
 
 /** A bare body (no `{data}`) as a response: an endpoint whose success (or error) is `schema` itself. */
 export const bareResponse = <S extends Schema.Schema.Any>(_schema: S, body: Schema.Schema.Encoded<S>, status = 200) =>
@@ -43,4 +47,4 @@ export const jsonTextResponse = <S extends Schema.Schema.Any>(_schema: S, text: 
 /** A bare body (no `{data}`): an endpoint whose success is `schema` itself, e.g. bulk counts. */
 export const answerBare = <S extends Schema.Schema.Any>(_schema: S, status = 200) =>
 <E, R>(body: Body<Schema.Schema.Encoded<S>, E, R>) =>
-  Effect.map(forUser(body), (value) => bareResponse(_schema, value, status))
+  onceByKey(Effect.map(forUser(body), (value) => bareResponse(_schema, value, status)))

@@ -5,7 +5,7 @@ import { Cause, Effect, Exit, Scope } from "effect"
 import { MAX_IDEMPOTENCY_KEYS_PER_USER } from "./IdempotencyKey.js"
 import { holdingIn, runHeld } from "./AfterCommit.js"
 import { type KeyedRequest, KeyRefused, isRefusal, lockName, recordSql, type StoredAnswer } from "./IdempotencyRecord.js"
-import { type Local, locallyAll } from "../kernel/FiberLocals.js"
+import { locallyAll } from "../kernel/FiberLocals.js"
 import { control, onTransactionConnection } from "../sql/LeanStatements.js"
 import { commitWithNextStatement } from "../sql/PgGuard.js"
 import { now as clockNow } from "../kernel/ServiceClock.js"
@@ -125,8 +125,8 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
       })
 
     /**
-     * Runs `write`, an HTTP request's whole handling, once per key for the writes that do not
-     * record their own answer (`keyed`): in one transaction with the record of its answer, so
+     * Runs `write`, a write handler's work and answer, once per key for the writes that do not
+     * record their answer in their commit statement (`keyed`): in one transaction with the record of its answer, so
      * a write never commits without it. The services' own transactions nest as savepoints.
      * `keep` says what to store; `undefined` (an error answer) rolls everything back and
      * leaves the key free. After-commit work of the write (wake-ups) waits for the commit.
@@ -140,8 +140,7 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
     const run = <A, E, R>(
       request: KeyedRequest,
       write: Effect.Effect<A, E, R>,
-      keep: (value: A) => Effect.Effect<StoredAnswer | undefined>,
-      locals: ReadonlyArray<Local> = []
+      keep: (value: A) => Effect.Effect<StoredAnswer | undefined>
     ): Effect.Effect<Outcome<A>, E, R> =>
       holdingSlot(request, (now) => {
         // The write's statements run on the keyed transaction's connection, its own transaction
@@ -166,7 +165,6 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
           return Effect.zipRight(
             control(connection, "BEGIN"),
             locallyAll(writtenAndRecorded, (fiber) => [
-              ...locals,
               holdingIn(heldAfterCommit),
               onTransactionConnection(fiber.currentContext, connection, 0)
             ])
