@@ -15,6 +15,19 @@ export interface Scenario {
   readonly compared: boolean
 }
 
+/**
+ * The n-th created task of the write scenarios (here and in bench/peer.ts): due far ahead, or
+ * none, so created tasks do not reorder the seeded default page.
+ */
+export const createTaskBody = (n: number) =>
+  JSON.stringify({
+    title: `Bench task ${n}`,
+    labels: n % 2 === 0 ? ["bench"] : [],
+    priority: n % 5,
+    notes: n % 3 === 0 ? "Created by the benchmark" : "",
+    ...(n % 4 === 0 ? {} : { due_at: new Date(Date.UTC(2031, 0, 1) + (n % 1000) * 3_600_000).toISOString() })
+  })
+
 export const makeScenarios = (ids: {
   readonly readIds: ReadonlyArray<number>
   readonly patchIds: ReadonlyArray<number>
@@ -42,17 +55,7 @@ export const makeScenarios = (ids: {
       label: "POST /api/tasks",
       method: "POST",
       compared: true,
-      request: (n) => ({
-        path: "/api/tasks",
-        body: JSON.stringify({
-          title: `Bench task ${n}`,
-          labels: n % 2 === 0 ? ["bench"] : [],
-          priority: n % 5,
-          notes: n % 3 === 0 ? "Created by the benchmark" : "",
-          // Far ahead, or none: created tasks do not reorder the seeded default page.
-          ...(n % 4 === 0 ? {} : { due_at: new Date(Date.UTC(2031, 0, 1) + (n % 1000) * 3_600_000).toISOString() })
-        })
-      })
+      request: (n) => ({ path: "/api/tasks", body: createTaskBody(n) })
     },
     {
       key: "patch",

@@ -4,7 +4,7 @@ import * as Http from "node:http"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import Pg from "pg"
-import { drive, type LoadResult, type Scenario } from "./load.js"
+import { createTaskBody, drive, type LoadResult, type Scenario } from "./load.js"
 import { cpuDelta, databaseBackendsCpuMs, freePort, onCleanup, runCommand, type Server, sleep, startServer } from "./processes.js"
 import type { Database, Section } from "./report.js"
 import { median } from "./stats.js"
@@ -448,17 +448,7 @@ const ROWS: ReadonlyArray<Row> = [
       label: "",
       method: "POST",
       compared: false,
-      // As bench/load.ts's create: due far ahead, or none, so the seeded first pages stay as they are.
-      request: (n) => ({
-        path: "/api/tasks",
-        body: JSON.stringify({
-          title: `Bench task ${n}`,
-          labels: n % 2 === 0 ? ["bench"] : [],
-          priority: n % 5,
-          notes: n % 3 === 0 ? "Created by the benchmark" : "",
-          ...(n % 4 === 0 ? {} : { due_at: new Date(Date.UTC(2031, 0, 1) + (n % 1000) * 3_600_000).toISOString() })
-        })
-      })
+      request: (n) => ({ path: "/api/tasks", body: createTaskBody(n) })
     })
   },
   {
