@@ -1,7 +1,7 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { Fragment } from "@effect/sql/Statement"
 import { Effect } from "effect"
-import type { DayStats, MutationOptions, TxChange, TxEvent } from "./Mutations.js"
+import type { DayStats, MutationOptions, TxChange, TxEvent } from "./Tx.js"
 import { changesInsert, type entriesOf } from "../changes/ChangeLog.js"
 import { holdsPending, membersSql, PENDING_ID_JSON, PENDING_ROW_MEMBER, PendingId, withWireSql } from "./Pending.js"
 import { KEYED_CONTENT_TYPE, type KeyedAnswer, recordSql } from "./IdempotencyRecord.js"

@@ -13,7 +13,8 @@ import {
   slotForTime
 } from "./QuotaPrompts.js"
 import type { CurrentUserShape } from "../kernel/CurrentUser.js"
-import { Mutations, type Tx } from "../pipeline/Mutations.js"
+import { Mutations } from "../pipeline/Mutations.js"
+import { type Tx } from "../pipeline/Tx.js"
 import { PreferencesService } from "../accounts/PreferencesService.js"
 import { dayStateFor, Quotas } from "./Quotas.js"
 import { now as clockNow } from "../kernel/ServiceClock.js"
