@@ -1,4 +1,4 @@
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { ConfigError, Data, Effect, Layer, Logger, LogLevel, Option } from "effect"
 import { MigratedDatabaseLive } from "./Program.js"
 import { AppConfig, formatConfigError } from "./kernel/AppConfig.js"

@@ -1,5 +1,5 @@
-import type { HttpServerRequest } from "@effect/platform"
-import { Cookies } from "@effect/platform"
+import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as Cookies from "@effect/platform/Cookies"
 import { Effect, Option } from "effect"
 import * as Net from "node:net"
 import { Forbidden, Unauthorized } from "../kernel/Errors.js"

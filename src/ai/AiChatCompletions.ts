@@ -4,7 +4,8 @@ import type * as Prompt from "@effect/ai/Prompt"
 import * as Tool from "@effect/ai/Tool"
 // The module, not the package index (see AiGateway.ts).
 import * as OpenAiClient from "@effect/ai-openai/OpenAiClient"
-import { HttpClientRequest, HttpClientResponse } from "@effect/platform"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import { Effect, Layer, Schema, Stream } from "effect"
 
 /**

@@ -1,15 +1,8 @@
 import * as AiError from "@effect/ai/AiError"
 import * as LanguageModel from "@effect/ai/LanguageModel"
-import * as AnthropicClient from "@effect/ai-anthropic/AnthropicClient"
-import * as AnthropicLanguageModel from "@effect/ai-anthropic/AnthropicLanguageModel"
-// The module, not the package index: the index also loads OpenAiTokenizer and with it
-// gpt-tokenizer's cl100k ranks, ~12 MB of heap every instance would carry (and every major GC
-// would mark) for a tokenizer nothing here uses.
-import * as OpenAiClient from "@effect/ai-openai/OpenAiClient"
-import { FetchHttpClient } from "@effect/platform"
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Cause, Data, Duration, Effect, Layer, Option, type Schema } from "effect"
-import * as ChatCompletions from "./AiChatCompletions.js"
 import { loadPrompts, type PromptName } from "./AiPrompts.js"
 import { type AiFeature, type AiProvider, AppConfig } from "../kernel/AppConfig.js"
 import { now as clockNow } from "../kernel/ServiceClock.js"
@@ -63,6 +56,18 @@ const reasonOf = (error: AiError.AiError): string => {
 }
 
 /**
+ * The provider packages load with the first call that needs them, not at start: their
+ * modules (the OpenAI client's generated schemas above all) cost ~90 MB of RSS, ~30 MB of
+ * heap and ~0.5 s of start-up, which a service with AI off, the default, paid for nothing.
+ * Node caches a module once loaded, so later calls pay nothing. `OpenAiClient` by its module,
+ * not the package index: the index also loads OpenAiTokenizer and gpt-tokenizer's ranks.
+ */
+const anthropicModules = Effect.promise(() =>
+  Promise.all([import("@effect/ai-anthropic/AnthropicClient"), import("@effect/ai-anthropic/AnthropicLanguageModel")])
+)
+const openAiModules = Effect.promise(() => Promise.all([import("@effect/ai-openai/OpenAiClient"), import("./AiChatCompletions.js")]))
+
+/**
  * The one way to call a model. Chooses provider and model per feature, applies the
  * timeout, and writes one activity row per call. With AI off every call fails with `AiOff`
  * before any client exists, so no network call can happen.
@@ -88,14 +93,16 @@ export class AiGateway extends Effect.Service<AiGateway>()("steady/AiGateway", {
     const apiKey = Option.getOrUndefined(config.aiApiKey)
     const modelLayer = (picked: ModelChoice): Layer.Layer<LanguageModel.LanguageModel> =>
       picked.provider === "anthropic"
-        ? AnthropicLanguageModel.layer({ model: picked.model, config: { max_tokens: 2048 } }).pipe(
-          Layer.provide(AnthropicClient.layer({ apiKey, apiUrl: picked.baseUrl ?? undefined })),
-          Layer.provide(FetchHttpClient.layer)
-        )
-        : ChatCompletions.layer(picked.model).pipe(
-          Layer.provide(OpenAiClient.layer({ apiKey, apiUrl: picked.baseUrl ?? undefined })),
-          Layer.provide(FetchHttpClient.layer)
-        )
+        ? Layer.unwrapEffect(Effect.map(anthropicModules, ([AnthropicClient, AnthropicLanguageModel]) =>
+          AnthropicLanguageModel.layer({ model: picked.model, config: { max_tokens: 2048 } }).pipe(
+            Layer.provide(AnthropicClient.layer({ apiKey, apiUrl: picked.baseUrl ?? undefined })),
+            Layer.provide(FetchHttpClient.layer)
+          )))
+        : Layer.unwrapEffect(Effect.map(openAiModules, ([OpenAiClient, ChatCompletions]) =>
+          ChatCompletions.layer(picked.model).pipe(
+            Layer.provide(OpenAiClient.layer({ apiKey, apiUrl: picked.baseUrl ?? undefined })),
+            Layer.provide(FetchHttpClient.layer)
+          )))
     const layers = new Map<AiFeature, Layer.Layer<LanguageModel.LanguageModel>>()
     const layerFor = (feature: AiFeature) => {
       const found = layers.get(feature)

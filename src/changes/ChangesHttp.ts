@@ -1,4 +1,6 @@
-import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Duration, Effect } from "effect"
 import { decodeCursor, encodeCursor, type Position } from "./ChangeCursor.js"
 import { ValidationError } from "../kernel/Errors.js"

@@ -1,4 +1,4 @@
-import { HttpServerResponse } from "@effect/platform"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, type Schema } from "effect"
 import { CurrentUser, type CurrentUserShape } from "../kernel/CurrentUser.js"
 import { onceByKey } from "./KeyedAnswers.js"

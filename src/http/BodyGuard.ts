@@ -1,5 +1,6 @@
-import { HttpServerError, type HttpServerRequest } from "@effect/platform"
-import { NodeHttpServerRequest } from "@effect/platform-node"
+import * as HttpServerError from "@effect/platform/HttpServerError"
+import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import { Deferred, Effect, FiberId } from "effect"
 import { IncomingMessage } from "node:http"
 import { ValidationError } from "../kernel/Errors.js"

@@ -1,12 +1,10 @@
-import {
-  type HttpApp,
-  HttpApiBuilder,
-  HttpApiError,
-  HttpIncomingMessage,
-  HttpServerError,
-  HttpServerRequest,
-  HttpServerResponse
-} from "@effect/platform"
+import type * as HttpApp from "@effect/platform/HttpApp"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpApiError from "@effect/platform/HttpApiError"
+import * as HttpIncomingMessage from "@effect/platform/HttpIncomingMessage"
+import * as HttpServerError from "@effect/platform/HttpServerError"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Cause, Effect, Option, ParseResult } from "effect"
 import { type AppError, envelopeOf, isAppError, statusOf } from "../kernel/Errors.js"
 import { databaseUnavailable, isTransactionConflict } from "../sql/DatabaseFailures.js"

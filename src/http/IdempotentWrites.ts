@@ -1,4 +1,5 @@
-import { type HttpApp, HttpServerRequest } from "@effect/platform"
+import type * as HttpApp from "@effect/platform/HttpApp"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { Effect, Option, type Schema } from "effect"
 import { ValidationError } from "../kernel/Errors.js"
 import { serves } from "./Allowed.js"

@@ -1,4 +1,5 @@
-import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect } from "effect"
 import * as Crypto from "node:crypto"
 import { Conflict, envelopeOf } from "../kernel/Errors.js"

@@ -1,4 +1,5 @@
-import { type HttpApp, HttpServerRequest } from "@effect/platform"
+import type * as HttpApp from "@effect/platform/HttpApp"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { Context, Effect } from "effect"
 import type { RequestMetricsRegistry } from "./RequestMetrics.js"
 import { routeOf } from "./RoutePatterns.js"

@@ -1,4 +1,5 @@
-import { HttpApi, OpenApi } from "@effect/platform"
+import * as HttpApi from "@effect/platform/HttpApi"
+import * as OpenApi from "@effect/platform/OpenApi"
 import { SESSION_COOKIE } from "../accounts/Credentials.js"
 import { Api } from "./Api.js"
 import { declareIdempotencyKey } from "../pipeline/IdempotencyDoc.js"

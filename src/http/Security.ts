@@ -1,4 +1,5 @@
-import { HttpApiMiddleware, HttpServerRequest } from "@effect/platform"
+import * as HttpApiMiddleware from "@effect/platform/HttpApiMiddleware"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { Effect, Layer, Schema } from "effect"
 import { ForbiddenWire, UnauthorizedWire } from "../kernel/Errors.js"
 import { Authenticator } from "../accounts/Authenticator.js"

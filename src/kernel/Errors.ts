@@ -1,4 +1,4 @@
-import { HttpApiSchema } from "@effect/platform"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import { Schema } from "effect"
 
 /** `details` is always an object; for validation errors it maps field paths to messages. */

@@ -1,6 +1,6 @@
 import * as OtlpSerialization from "@effect/opentelemetry/OtlpSerialization"
 import * as OtlpTracer from "@effect/opentelemetry/OtlpTracer"
-import { FetchHttpClient } from "@effect/platform"
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import { Effect, FiberRef, Layer, Option, Tracer } from "effect"
 import { AppConfig } from "./AppConfig.js"
 

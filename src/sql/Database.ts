@@ -1,7 +1,7 @@
 import * as Reactivity from "@effect/experimental/Reactivity"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
-import { PgClient } from "@effect/sql-pg"
+import * as PgClient from "@effect/sql-pg/PgClient"
 import { Duration, Effect, Layer, Option, Redacted, Runtime, Schedule } from "effect"
 import Pg from "pg"
 import { AppConfig } from "../kernel/AppConfig.js"

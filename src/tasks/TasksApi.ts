@@ -1,4 +1,6 @@
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as OpenApi from "@effect/platform/OpenApi"
 import { TooManyRequestsWire } from "../kernel/Errors.js"
 import { TaskIdParam } from "../kernel/Ids.js"
 import {

@@ -1,4 +1,4 @@
-import { HttpApiBuilder } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect } from "effect"
 import { pageOf } from "../kernel/QueryParams.js"
 import { Task, TaskCounts, TaskList, TaskWithChanges, TaskWithMessage } from "./Task.js"

@@ -1,4 +1,4 @@
-import { HttpApiBuilder } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect } from "effect"
 import { BulkCountsSchema, BulkDoneCountsSchema } from "./Bulk.js"
 import { BulkActions } from "./BulkActions.js"

@@ -1,4 +1,5 @@
-import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, type Stream } from "effect"
 import { CurrentUser } from "../kernel/CurrentUser.js"
 import { Exporter } from "../history/Exporter.js"
