@@ -35,8 +35,31 @@ import {
   finishSession
 } from "../src/ai/AiTables.js"
 import { ChangeFeed } from "../src/changes/ChangeFeed.js"
-import { Int8 } from "../src/kernel/Columns.js"
-import { ProjectId } from "../src/kernel/Ids.js"
+import { Int8, IdRow } from "../src/kernel/Columns.js"
+import { ProjectId, TaskId } from "../src/kernel/Ids.js"
+import { completionsPageJson, exportPage as completionsExportPage, insertSwept, latestCompletions } from "../src/lifecycle/CompletionsTable.js"
+import { addToDays, daysBetween, oneDay, sumOfDays } from "../src/pipeline/DailyStatsTable.js"
+import { Idempotency } from "../src/pipeline/Idempotency.js"
+import {
+  countsOf,
+  exportPage as tasksExportPage,
+  quotaListJson,
+  remindersDueBy,
+  taskPageJson,
+  tasksWireJson,
+  trashPageJson
+} from "../src/tasks/TaskListSql.js"
+import {
+  isVisibleTo,
+  liveTasksIn,
+  lockOpenReminders,
+  lockVisible,
+  lockWithCalendar,
+  lockWithInbox,
+  ownerOf,
+  taskJson,
+  taskWire
+} from "../src/tasks/TasksTable.js"
 import {
   exportPage,
   inboxId,
@@ -67,7 +90,7 @@ import { migratedDatabase } from "./support/migrated.js"
 
 const AT = "2031-03-04T05:06:07.089Z"
 
-const services = Layer.mergeAll(WebhookDeliveries.Default, ChangeFeed.Default, DatabaseMaintenance.Default).pipe(
+const services = Layer.mergeAll(WebhookDeliveries.Default, ChangeFeed.Default, DatabaseMaintenance.Default, Idempotency.Default).pipe(
   Layer.provideMerge(migratedDatabase)
 )
 
@@ -247,6 +270,99 @@ describe(`rows decoded where they are read (${databaseKind()})`, () => {
         expect(yield* takeToken(sql, bucket)).toBe(true)
         expect(yield* takeToken(sql, bucket)).toBe(false)
         expect(yield* tokensLeft(sql, bucket)).toBe(0)
+      }))
+
+    it.effect("tasks: JSON texts, wire objects as the driver gives them, locks and counts", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const fay = yield* newUser("fay")
+        const inbox = yield* inboxId(sql, fay.id)
+        const insert = (columns: string, values: string) =>
+          Effect.flatMap(
+            sql.unsafe(`INSERT INTO tasks (user_id, project_id, title, original_title, short_title, created_at, updated_at${columns})
+              VALUES (${fay.id}, ${inbox}, 't', 't', 't', '${AT}', '${AT}'${values}) RETURNING id`),
+            Schema.decodeUnknown(Schema.Tuple(IdRow))
+          ).pipe(Effect.map(([row]) => TaskId.make(row.id)))
+        const overdue = yield* insert(", due_at, original_due_at", ", '2031-03-01T00:00:00.000Z', '2031-03-01T00:00:00.000Z'")
+        const reminder = yield* insert(", is_reminder, anchor_time", ", true, '09:30'")
+        const now = new Date(AT)
+
+        expect(JSON.parse((yield* taskJson(sql, fay.id, overdue))!)).toMatchObject({ data: { id: overdue, user_id: fay.id } })
+        expect(yield* taskJson(sql, fay.id, TaskId.make(2_000_000_000))).toBeUndefined()
+        // The wire object goes on as the driver parsed it, keys in the database's order.
+        const wire = yield* taskWire(sql, overdue)
+        const [raw] = yield* sql`SELECT steady_task_json(t) AS task FROM tasks t WHERE t.id = ${overdue}`
+        expect(JSON.stringify(wire)).toBe(JSON.stringify(raw!.task))
+        expect(wire).toMatchObject({ id: overdue, due_at: "2031-03-01T00:00:00.000Z", labels: [] })
+        const [due] = yield* remindersDueBy(sql, fay.id, new Date("2031-03-05T00:00:00.000Z"))
+        expect(due!.task).toMatchObject({ id: reminder, is_reminder: true, anchor_time: "09:30" })
+        expect(yield* lockOpenReminders(sql, fay.id)).toEqual([{ id: reminder, due_at: null, anchor_time: "09:30" }])
+
+        expect(yield* liveTasksIn(sql, inbox)).toBe(2)
+        expect(yield* countsOf(sql, fay.id, now, "2031-03-04T00:00:00.000Z", "2031-03-05T00:00:00.000Z")).toEqual({
+          total: 2,
+          overdue: 1,
+          today: 0
+        })
+        const page = JSON.parse(yield* taskPageJson(sql, fay.id, {}, now))
+        expect(page.data.count).toBe(2)
+        expect(page.data.tasks.map((t: { id: number }) => t.id)).toEqual([overdue, reminder])
+        expect(JSON.parse(yield* trashPageJson(sql, fay.id, { limit: 10, offset: 0 }))).toEqual({ data: { tasks: [], count: 0 } })
+        expect(JSON.parse(yield* quotaListJson(sql, fay.id, now))).toEqual({ data: { quotas: [], total: 0, has_any: false } })
+        expect(yield* tasksWireJson(sql, [overdue])).toEqual(new Map([[overdue, (yield* tasksExportPage(sql, fay.id, 0, 1))[0]!.json]]))
+
+        expect(yield* isVisibleTo(sql, fay.id, overdue)).toBe(true)
+        expect(yield* isVisibleTo(sql, fay.id, 2_000_000_000)).toBeUndefined()
+        expect(yield* ownerOf(sql, overdue)).toBe(fay.id)
+        const locked = yield* sql.withTransaction(lockVisible(sql, fay.id, overdue))
+        expect(locked).toMatchObject({ id: overdue, user_id: fay.id, due_at: "2031-03-01T00:00:00.000Z" })
+        const withCalendar = yield* sql.withTransaction(lockWithCalendar(sql, fay.id, overdue))
+        expect(withCalendar).toEqual({ row: locked, calendar: { timezone: "Europe/Paris", week_start: "sunday" } })
+        expect(yield* sql.withTransaction(lockWithInbox(sql, inbox))).toEqual([
+          { id: overdue, inbox },
+          { id: reminder, inbox }
+        ])
+      }))
+
+    it.effect("completions, the daily stats' sums and the idempotency purge's counts", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const gus = yield* newUser("gus")
+        const inbox = yield* inboxId(sql, gus.id)
+        const [task] = yield* Effect.flatMap(
+          sql`INSERT INTO tasks (user_id, project_id, title, original_title, short_title, created_at, updated_at)
+            VALUES (${gus.id}, ${inbox}, 'q', 'q', 'q', ${AT}::timestamptz, ${AT}::timestamptz) RETURNING id`,
+          Schema.decodeUnknown(Schema.Tuple(IdRow))
+        )
+        const taskId = TaskId.make(task.id)
+        const swept = { task_id: taskId, user_id: gus.id, task_title: "q", project_id: inbox, is_tracked: false, progress_target: 1 }
+        yield* insertSwept(sql, [{ ...swept, completed_at: AT }, { ...swept, completed_at: "2031-03-03T00:00:00.000Z" }])
+        const latest = yield* latestCompletions(sql, taskId, 2)
+        expect(latest.map((c) => [c.completed_at, c.due_at_was, c.due_at_next])).toEqual([
+          [AT, null, null],
+          ["2031-03-03T00:00:00.000Z", null, null]
+        ])
+        const history = JSON.parse(yield* completionsPageJson(sql, { userId: gus.id, taskId, ranges: [] }, { limit: 1, offset: 0 }))
+        expect(history.data.count).toBe(1)
+        expect(history.data.completions[0]).toMatchObject({ id: latest[0]!.id, task_id: taskId })
+        const exported = yield* completionsExportPage(sql, gus.id, 0, 10)
+        expect(exported.map((r) => r.id)).toEqual(latest.map((c) => c.id).sort((a, b) => a - b))
+        expect(JSON.parse(exported[0]!.json)).toMatchObject({ id: exported[0]!.id, task_id: taskId })
+
+        const day = { user_id: gus.id, date: "2031-03-04", completions: 2, tasks_created: 1, snoozes: 0 }
+        yield* addToDays(sql, [day])
+        yield* addToDays(sql, [{ ...day, completions: 1 }])
+        expect(yield* sumOfDays(sql, gus.id, undefined, undefined)).toEqual({ completions: 3, tasks_created: 2, snoozes: 0 })
+        expect(yield* sumOfDays(sql, gus.id, "2031-03-05", undefined)).toEqual({ completions: 0, tasks_created: 0, snoozes: 0 })
+        const today = yield* oneDay(sql, gus.id, "2031-03-04")
+        expect(today).toEqual({ id: today.id, completions: 3, tasks_created: 2, snoozes: 0 })
+        expect(typeof today.id).toBe("number")
+        expect(yield* oneDay(sql, gus.id, "2031-03-05")).toEqual({ id: null, completions: null, tasks_created: null, snoozes: null })
+        expect(yield* daysBetween(sql, gus.id, "2031-03-01", "2031-03-31")).toEqual([
+          { id: today.id, user_id: gus.id, date: "2031-03-04", completions: 3, tasks_created: 2, snoozes: 0 }
+        ])
+
+        expect(yield* (yield* Idempotency).purge).toBeGreaterThanOrEqual(0)
       }))
 
     it.effect("the maintenance counters", () =>

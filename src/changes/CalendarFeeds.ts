@@ -7,7 +7,7 @@ import { generateSecret, sha256 } from "../accounts/Credentials.js"
 import { inSlices } from "../kernel/LoopTurns.js"
 import { now } from "../kernel/ServiceClock.js"
 import { calendarKeyOwner, deleteCalendarKey, putCalendarKey } from "../accounts/CredentialsTable.js"
-import { feedBody } from "../tasks/TaskListSql.js"
+import { feedJson } from "../tasks/TaskListSql.js"
 import type { UserId } from "../kernel/Ids.js"
 
 /** One task as the database sends it: a JSON array in `FeedTask` field order. */
@@ -111,8 +111,8 @@ export class CalendarFeeds extends Effect.Service<CalendarFeeds>()("steady/Calen
      */
     const tasksOf = (userId: UserId) =>
       // Parsed, not Schema-decoded: decoding up to MAX_FEED_ITEMS tuples in one go holds the
-      // event loop past the feed's 50 ms bound; the text is our own SQL's (`feedBody`).
-      Effect.map(feedBody(sql, userId, MAX_FEED_ITEMS), (body) => (JSON.parse(body) as ReadonlyArray<FeedTuple>).map(fromTuple))
+      // event loop past the feed's 50 ms bound; the text is our own SQL's (`feedJson`).
+      Effect.map(feedJson(sql, userId, MAX_FEED_ITEMS), (body) => (JSON.parse(body) as ReadonlyArray<FeedTuple>).map(fromTuple))
 
     /** The feed behind a key as `text/calendar` text; 401 for an unknown or revoked key. */
     const feed = (key: string, origin: string) =>

@@ -8,7 +8,7 @@ import { PreferencesService } from "../accounts/PreferencesService.js"
 import { now as clockNow } from "../kernel/ServiceClock.js"
 import { daysBetween, oneDay, sumOfDays } from "../pipeline/DailyStatsTable.js"
 import type { UserId } from "../kernel/Ids.js"
-import { completionsPage } from "../lifecycle/CompletionsTable.js"
+import { completionsPageJson } from "../lifecycle/CompletionsTable.js"
 
 const pad = (n: number, w = 2) => String(n).padStart(w, "0")
 const dateText = (d: { year: number; month: number; day: number }) => `${pad(d.year, 4)}-${pad(d.month)}-${pad(d.day)}`
@@ -31,7 +31,7 @@ export class History extends Effect.Service<History>()("steady/History", {
       if (query.since !== undefined && query.until !== undefined) {
         ranges.push([query.since.toISOString(), query.until.toISOString()])
       }
-      return completionsPage(sql, { userId: user.id, taskId: query.task_id, ranges }, page)
+      return completionsPageJson(sql, { userId: user.id, taskId: query.task_id, ranges }, page)
     }
 
     const totals = (userId: UserId, from: string | undefined, to: string | undefined) => sumOfDays(sql, userId, from, to)

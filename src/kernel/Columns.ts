@@ -29,3 +29,9 @@ export const CountRow = Schema.Struct({ n: Schema.Int })
 
 /** `{ id }` of an `integer` key, as a `RETURNING id` or an existence probe reads it. */
 export const IdRow = Schema.Struct({ id: Schema.Int })
+
+/**
+ * `{ body }`: JSON text a statement rendered for a `…Json` read, handed on as it is: decoded
+ * as a string, never parsed.
+ */
+export const BodyRow = Schema.Struct({ body: Schema.String })

@@ -1,5 +1,6 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
+import { BodyRow, IsoText } from "../kernel/Columns.js"
 import type { TaskId, UserId } from "../kernel/Ids.js"
 import type { LastCompletion } from "./Lifecycle.js"
 import { completionJson } from "../pipeline/WireSql.js"
@@ -39,8 +40,10 @@ export interface CompletionFilter {
   readonly ranges: ReadonlyArray<readonly [from: string, before: string]>
 }
 
+const decodeBody = Schema.decodeUnknown(Schema.Tuple(BodyRow))
+
 /** `{data: {completions, count}}`, newest first, as JSON text from the database. */
-export const completionsPage = (
+export const completionsPageJson = (
   sql: SqlClient.SqlClient,
   filter: CompletionFilter,
   page: { readonly limit: number; readonly offset: number }
@@ -50,24 +53,46 @@ export const completionsPage = (
   for (const [from, before] of filter.ranges) {
     conditions.push(sql`c.completed_at >= ${from}::timestamptz AND c.completed_at < ${before}::timestamptz`)
   }
-  return sql<{ body: string }>`
+  return sql`
     WITH c AS (
       SELECT c.* FROM completions c WHERE ${sql.and(conditions)}
       ORDER BY c.completed_at DESC, c.id DESC LIMIT ${page.limit} OFFSET ${page.offset}
     )
     SELECT json_build_object('data', json_build_object(
       'completions', COALESCE(json_agg(${completionJson(sql)} ORDER BY c.completed_at DESC, c.id DESC), '[]'::json),
-      'count', count(*)::int))::text AS body FROM c`.pipe(Effect.map((rows) => rows[0]!.body), Effect.orDie)
+      'count', count(*)::int))::text AS body FROM c`.pipe(
+    Effect.flatMap(decodeBody),
+    Effect.map(([row]) => row.body),
+    Effect.orDie
+  )
 }
+
+/** A completion as undoing one reads it back, timestamps as `steady_iso` text. */
+const LastCompletionRow: Schema.Schema<LastCompletion> = Schema.Struct({
+  id: Schema.Int,
+  completed_at: IsoText,
+  due_at_was: Schema.NullOr(IsoText),
+  due_at_next: Schema.NullOr(IsoText)
+})
+const decodeLatest = Schema.decodeUnknown(Schema.Array(LastCompletionRow))
 
 /** A task's newest completions, newest first. */
 export const latestCompletions = (sql: SqlClient.SqlClient, taskId: TaskId, limit: number) =>
-  sql<LastCompletion>`
+  sql`
     SELECT id, steady_iso(completed_at) AS completed_at, steady_iso(due_at_was) AS due_at_was,
            steady_iso(due_at_next) AS due_at_next
-    FROM completions WHERE task_id = ${taskId} ORDER BY completed_at DESC, id DESC LIMIT ${limit}`.pipe(Effect.orDie)
+    FROM completions WHERE task_id = ${taskId} ORDER BY completed_at DESC, id DESC LIMIT ${limit}`.pipe(
+    Effect.flatMap(decodeLatest),
+    Effect.orDie
+  )
+
+/** An export page's rows: each completion's wire JSON text, handed on as it is (never parsed). */
+const decodeExportRows = Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.Int, json: Schema.String })))
 
 /** One page of a user's completions for the export, by id after `after`. */
 export const exportPage = (sql: SqlClient.SqlClient, userId: UserId, after: number, limit: number) =>
-  sql<{ id: number; json: string }>`SELECT c.id, ${completionJson(sql)}::text AS json
-    FROM completions c WHERE c.user_id = ${userId} AND c.id > ${after} ORDER BY c.id LIMIT ${limit}`
+  Effect.flatMap(
+    sql`SELECT c.id, ${completionJson(sql)}::text AS json
+    FROM completions c WHERE c.user_id = ${userId} AND c.id > ${after} ORDER BY c.id LIMIT ${limit}`,
+    decodeExportRows
+  )

@@ -1,6 +1,6 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { Fragment } from "@effect/sql/Statement"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import type { DayStats, MutationOptions, TxChange, TxEvent } from "./Tx.js"
 import { changesInsert, type entriesOf } from "../changes/ChangeLog.js"
 import { holdsPending, membersSql, PENDING_ID_JSON, PENDING_ROW_MEMBER, PendingId, withWireSql } from "./Pending.js"
@@ -16,6 +16,16 @@ export interface Deferred {
   /** A deferred INSERT's `inserted` also renders the row: the undo entry's pending row gets it. */
   readonly insertsRow?: boolean
 }
+
+/**
+ * The commit statement's one row: the undo entry's `integer` id, the deliveries
+ * `steady_deliver` wrote (an `integer`), the deferred write's wire JSON text (handed on as is).
+ */
+const decodeWritten = Schema.decodeUnknown(Schema.Tuple(Schema.Struct({
+  undo_id: Schema.NullOr(Schema.Int),
+  deliveries: Schema.Int,
+  wire: Schema.NullOr(Schema.String)
+})))
 
 /** What a mutation's body left for the commit statement to write. */
 export interface CommitInput {
@@ -119,11 +129,13 @@ export const commitStatement = (sql: SqlClient.SqlClient, input: CommitInput) =>
   }
   const fed = feed.length > 0
   if (ctes.length === 0) return Effect.succeed({ undoId: null, deliveries: 0, wire: null, fed })
-  return sql<{ undo_id: number | null; deliveries: number; wire: string | null }>`
+  return sql`
     WITH ${sql.join(", ", false)(ctes)}
     SELECT ${undoable ? sql`(SELECT id FROM undo)` : sql`NULL::integer`} AS undo_id,
       ${events.length > 0 ? sql`COALESCE((SELECT n FROM delivered), 0)` : sql`0`} AS deliveries,
       ${deferred !== undefined ? sql`(SELECT wire FROM target)` : sql`NULL::text`} AS wire`.pipe(
-    Effect.map((rows) => ({ undoId: rows[0]!.undo_id, deliveries: rows[0]!.deliveries, wire: rows[0]!.wire, fed }))
+    // A row that does not fit is a defect; the SqlError stays the caller's (a keyed write's refusal).
+    Effect.flatMap((rows) => Effect.catchTag(decodeWritten(rows), "ParseError", Effect.die)),
+    Effect.map(([row]) => ({ undoId: row.undo_id, deliveries: row.deliveries, wire: row.wire, fed }))
   )
 }

@@ -1,6 +1,6 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
-import { Effect } from "effect"
-import type { DailyStats } from "../history/History.js"
+import { Effect, Schema } from "effect"
+import { DailyStats } from "../history/History.js"
 import type { UserId } from "../kernel/Ids.js"
 
 /**
@@ -10,11 +10,9 @@ import type { UserId } from "../kernel/Ids.js"
  * reads always sum them.
  */
 
-export interface DayCounts {
-  readonly completions: number
-  readonly tasks_created: number
-  readonly snoozes: number
-}
+/** A day's (or a range's) counts, as the statements sum and cast them (`::int`). */
+const DayCounts = Schema.Struct({ completions: Schema.Int, tasks_created: Schema.Int, snoozes: Schema.Int })
+export type DayCounts = typeof DayCounts.Type
 
 export interface DayAddition extends DayCounts {
   readonly user_id: number
@@ -38,29 +36,50 @@ export const addToDays = (sql: SqlClient.SqlClient, additions: ReadonlyArray<Day
       tasks_created = daily_stats.tasks_created + EXCLUDED.tasks_created,
       snoozes = daily_stats.snoozes + EXCLUDED.snoozes`
 
+const decodeSum = Schema.decodeUnknown(Schema.Tuple(DayCounts))
+
 /** A user's counts summed over the dates from `from` to `to` (either open). */
 export const sumOfDays = (sql: SqlClient.SqlClient, userId: UserId, from: string | undefined, to: string | undefined) =>
-  sql<DayCounts>`
+  sql`
     SELECT COALESCE(sum(completions), 0)::int AS completions, COALESCE(sum(tasks_created), 0)::int AS tasks_created,
            COALESCE(sum(snoozes), 0)::int AS snoozes
     FROM daily_stats WHERE user_id = ${userId}
       ${from === undefined ? sql`` : sql`AND date >= ${from}::date`}
-      ${to === undefined ? sql`` : sql`AND date <= ${to}::date`}`.pipe(Effect.map((rows) => rows[0]!), Effect.orDie)
+      ${to === undefined ? sql`` : sql`AND date <= ${to}::date`}`.pipe(
+    Effect.flatMap(decodeSum),
+    Effect.map(([row]) => row),
+    Effect.orDie
+  )
+
+/** `min(id)` of `integer` ids and the `::int` sums: all null over no rows. */
+const decodeDay = Schema.decodeUnknown(Schema.Tuple(Schema.Struct({
+  id: Schema.NullOr(Schema.Int),
+  completions: Schema.NullOr(Schema.Int),
+  tasks_created: Schema.NullOr(Schema.Int),
+  snoozes: Schema.NullOr(Schema.Int)
+})))
 
 /** One day of a user's, with the id of its first row; all null when nothing was counted that day. */
 export const oneDay = (sql: SqlClient.SqlClient, userId: UserId, date: string) =>
-  sql<{ readonly [K in "id" | keyof DayCounts]: number | null }>`
+  sql`
     SELECT min(id) AS id, sum(completions)::int AS completions, sum(tasks_created)::int AS tasks_created,
            sum(snoozes)::int AS snoozes
-    FROM daily_stats WHERE user_id = ${userId} AND date = ${date}::date`.pipe(Effect.map((rows) => rows[0]!), Effect.orDie)
+    FROM daily_stats WHERE user_id = ${userId} AND date = ${date}::date`.pipe(
+    Effect.flatMap(decodeDay),
+    Effect.map(([row]) => row),
+    Effect.orDie
+  )
+
+/** The days as GET /api/stats sends them: `DailyStats`, whose fields are in the statement's column order. */
+const decodeDays = Schema.decodeUnknown(Schema.Array(DailyStats))
 
 /** Each day from `start` to `end` that has counts, in date order. */
 export const daysBetween = (sql: SqlClient.SqlClient, userId: UserId, start: string, end: string) =>
-  sql<typeof DailyStats.Encoded>`
+  sql`
     SELECT min(id) AS id, user_id, to_char(date, 'YYYY-MM-DD') AS date, sum(completions)::int AS completions,
            sum(tasks_created)::int AS tasks_created, sum(snoozes)::int AS snoozes
     FROM daily_stats WHERE user_id = ${userId} AND date >= ${start}::date AND date <= ${end}::date
     GROUP BY user_id, date
     -- A day whose counts were all taken back (done then undone) has no stats (spec §4.5).
     HAVING sum(completions) <> 0 OR sum(tasks_created) <> 0 OR sum(snoozes) <> 0
-    ORDER BY date`.pipe(Effect.orDie)
+    ORDER BY date`.pipe(Effect.flatMap(decodeDays), Effect.orDie)

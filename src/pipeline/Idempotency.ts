@@ -1,7 +1,8 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
 import type { Connection } from "@effect/sql/SqlConnection"
-import { Cause, Effect, Exit, Scope } from "effect"
+import { Cause, Effect, Exit, Schema, Scope } from "effect"
+import { CountRow } from "../kernel/Columns.js"
 import { MAX_IDEMPOTENCY_KEYS_PER_USER } from "./IdempotencyKey.js"
 import { holdingIn, runHeld } from "./AfterCommit.js"
 import { type KeyedRequest, KeyRefused, isRefusal, lockName, recordSql, type StoredAnswer } from "./IdempotencyRecord.js"
@@ -32,14 +33,30 @@ class RollBack<A> {
 /** What the lookup finds for a key holding only an expired record that nobody is running. */
 const EXPIRED = Symbol("expired")
 
-interface FoundRow {
-  readonly free: boolean
-  readonly live: boolean | null
-  readonly fingerprint: string | null
-  readonly status: number | null
-  readonly content_type: string | null
-  readonly body: string | null
-}
+/**
+ * What the lookup reads: whether the key's lock was free, and the key's record if it has one
+ * (the columns are NOT NULL but `content_type`) or nulls from the outer join if not.
+ */
+const FoundRow = Schema.Union(
+  Schema.Struct({
+    free: Schema.Boolean,
+    live: Schema.Boolean,
+    fingerprint: Schema.String,
+    status: Schema.Int,
+    content_type: Schema.NullOr(Schema.String),
+    body: Schema.String
+  }),
+  Schema.Struct({
+    free: Schema.Boolean,
+    live: Schema.Null,
+    fingerprint: Schema.Null,
+    status: Schema.Null,
+    content_type: Schema.Null,
+    body: Schema.Null
+  })
+)
+const decodeFound = Schema.decodeUnknown(Schema.Array(FoundRow))
+const decodeCount = Schema.decodeUnknown(Schema.Tuple(CountRow))
 
 export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempotency", {
   effect: Effect.gen(function*() {
@@ -67,12 +84,12 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
      */
     const settled = <A>(request: KeyedRequest, now: Date): Effect.Effect<Outcome<A> | typeof EXPIRED | undefined> =>
       Effect.map(
-        sql.unsafe<FoundRow>(LOOKUP, [lockName(request), request.userId, request.key, now.toISOString()]),
+        Effect.flatMap(sql.unsafe(LOOKUP, [lockName(request), request.userId, request.key, now.toISOString()]), decodeFound),
         ([found]): Outcome<A> | typeof EXPIRED | undefined => {
           if (found === undefined) return undefined
           if (found.live === true) {
             return found.fingerprint === request.fingerprint
-              ? { _tag: "Replay", answer: { status: found.status!, contentType: found.content_type, body: found.body ?? "" } }
+              ? { _tag: "Replay", answer: { status: found.status, contentType: found.content_type, body: found.body } }
               : { _tag: "Mismatch" }
           }
           if (!found.free) return { _tag: "Busy" }
@@ -222,10 +239,14 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
     /** Drops expired records, and a user's oldest beyond the cap; returns how many went. */
     const purge = Effect.gen(function*() {
       const now = (yield* clockNow).toISOString()
-      const [expired] = yield* sql<{ n: number }>`
+      const [expired] = yield* Effect.flatMap(
+        sql`
         WITH gone AS (DELETE FROM idempotency_keys WHERE expires_at <= ${now}::timestamptz RETURNING 1)
-        SELECT count(*)::int AS n FROM gone`
-      const [over] = yield* sql<{ n: number }>`
+        SELECT count(*)::int AS n FROM gone`,
+        decodeCount
+      )
+      const [over] = yield* Effect.flatMap(
+        sql`
         WITH gone AS (
           DELETE FROM idempotency_keys k USING (
             SELECT user_id, key FROM (
@@ -237,8 +258,10 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
           ) old
           WHERE k.user_id = old.user_id AND k.key = old.key
           RETURNING 1)
-        SELECT count(*)::int AS n FROM gone`
-      return expired!.n + over!.n
+        SELECT count(*)::int AS n FROM gone`,
+        decodeCount
+      )
+      return expired.n + over.n
     }).pipe(Effect.orDie, Effect.withSpan("Idempotency.purge"))
 
     /** What a key holds now for `request`: the outcome to answer, or nothing (free, or only expired). */

@@ -1,5 +1,5 @@
 import * as SqlClient from "@effect/sql/SqlClient"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import * as Crypto from "node:crypto"
 
 /**
@@ -16,17 +16,23 @@ const generate = () => {
   }
 }
 
+/** The stored key pair (`app_settings.value`, jsonb), of which only the public key is read. */
+const VapidRow = Schema.Struct({ value: Schema.Struct({ public_key: Schema.String }) })
+const decodeVapid = Schema.decodeUnknown(Schema.Array(VapidRow))
+/** Read back after the insert: the row is there, whichever instance wrote it. */
+const decodeVapidOne = Schema.decodeUnknown(Schema.Tuple(VapidRow))
+
 export class PushKeys extends Effect.Service<PushKeys>()("steady/PushKeys", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const publicKey = Effect.gen(function*() {
-      const existing = yield* sql<{ value: { public_key: string } }>`SELECT value FROM app_settings WHERE key = 'vapid'`
+      const existing = yield* Effect.flatMap(sql`SELECT value FROM app_settings WHERE key = 'vapid'`, decodeVapid)
       if (existing[0] !== undefined) return existing[0].value.public_key
       // Two instances racing here both insert; the first wins and both read it back.
       yield* sql`INSERT INTO app_settings (key, value) VALUES ('vapid', ${JSON.stringify(generate())}::jsonb)
         ON CONFLICT (key) DO NOTHING`
-      const [row] = yield* sql<{ value: { public_key: string } }>`SELECT value FROM app_settings WHERE key = 'vapid'`
-      return row!.value.public_key
+      const [row] = yield* Effect.flatMap(sql`SELECT value FROM app_settings WHERE key = 'vapid'`, decodeVapidOne)
+      return row.value.public_key
     }).pipe(Effect.orDie)
     return { publicKey } as const
   })

@@ -24,7 +24,7 @@ import { CompletionsTable, QuotaPeriodsTable, TasksTable } from "../pipeline/Tab
 import { TaskQueries } from "../tasks/TaskQueries.js"
 import { UserCalendar } from "../accounts/UserCalendar.js"
 import { ownerOf as taskOwner } from "../tasks/TasksTable.js"
-import { quotaListBody } from "../tasks/TaskListSql.js"
+import { quotaListJson } from "../tasks/TaskListSql.js"
 import { runningQuotasOf } from "./TaskRolloverSql.js"
 
 export type QuotaDayState = TaskRow["quota_day_state"]
@@ -301,7 +301,7 @@ export class Quotas extends Effect.Service<Quotas>()("steady/Quotas", {
     const listJson = (user: CurrentUserShape) =>
       Effect.gen(function*() {
         const now = yield* clockNow
-        return yield* quotaListBody(sql, user.id, now)
+        return yield* quotaListJson(sql, user.id, now)
       })
 
     const progress = (user: CurrentUserShape, id: TaskId, delta: number) => progressWith(mutations.run, user, id, delta)

@@ -1,9 +1,10 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { Fragment } from "@effect/sql/Statement"
-import { Effect } from "effect"
-import type { TaskId, UserId } from "../kernel/Ids.js"
+import { Effect, Schema } from "effect"
+import { IsoText } from "../kernel/Columns.js"
+import { TaskId, UserId } from "../kernel/Ids.js"
 import { visibleTo } from "../tasks/TasksTable.js"
-import { type CalendarColumns, calendarColumns } from "../accounts/UsersTable.js"
+import { CalendarColumns, calendarColumns } from "../accounts/UsersTable.js"
 import { hasRunningPeriod, isNotQuota, isOpen } from "../pipeline/WireSql.js"
 
 /**
@@ -22,21 +23,25 @@ export interface SweepCursor {
 }
 
 /** A quota claimed by the sweep, with its owner's calendar. */
-export interface ClaimedQuota extends CalendarColumns {
-  readonly id: number
-  readonly user_id: number
-  readonly project_id: number
-  readonly title: string
-  readonly rrule: string | null
-  readonly is_tracked: boolean
-  readonly progress_target: number
-  readonly progress_current: number
-  readonly period_start: string | null
-  readonly period_end: string | null
-  readonly end_key: string
-  readonly completion_count: number
-  readonly first_completed_at: string | null
-}
+const ClaimedQuota = Schema.Struct({
+  id: Schema.Int,
+  user_id: Schema.Int,
+  project_id: Schema.Int,
+  title: Schema.String,
+  rrule: Schema.NullOr(Schema.String),
+  is_tracked: Schema.Boolean,
+  progress_target: Schema.Int,
+  progress_current: Schema.Int,
+  period_start: Schema.NullOr(IsoText),
+  period_end: Schema.NullOr(IsoText),
+  /** The timestamptz as PostgreSQL prints it (`::text`), for the cursor. */
+  end_key: Schema.String,
+  completion_count: Schema.Int,
+  first_completed_at: Schema.NullOr(IsoText),
+  ...CalendarColumns.fields
+})
+export type ClaimedQuota = typeof ClaimedQuota.Type
+const decodeClaimed = Schema.decodeUnknown(Schema.Array(ClaimedQuota))
 
 /**
  * Claims up to `size` quotas whose periods have ended by `at`, after `after` in the claim
@@ -50,7 +55,7 @@ export const claimEnded = (
   size: number,
   skipLocked: boolean
 ) =>
-  sql<ClaimedQuota>`
+  sql`
       SELECT t.id, t.user_id, t.project_id, t.title, t.rrule, t.is_tracked, t.progress_target, t.progress_current,
              steady_iso(t.progress_period_start) AS period_start, steady_iso(t.progress_period_end) AS period_end,
              t.progress_period_end::text AS end_key, t.completion_count,
@@ -62,7 +67,10 @@ export const claimEnded = (
         ${after === undefined ? sql`` : sql`AND (t.progress_period_end, t.id) > (${after.end}::timestamptz, ${after.id}::int)`}
       ORDER BY t.progress_period_end, t.id
       LIMIT ${size}
-      FOR UPDATE OF t ${skipLocked ? sql`SKIP LOCKED` : sql``}`
+      FOR UPDATE OF t ${skipLocked ? sql`SKIP LOCKED` : sql``}`.pipe(
+    // A row that does not fit is a defect; the SqlError stays the sweep's.
+    Effect.flatMap((rows) => Effect.catchTag(decodeClaimed(rows), "ParseError", Effect.die))
+  )
 
 /**
  * Moves the claimed quotas to their next periods, in one statement: each update names the
@@ -83,22 +91,30 @@ export const startNextPeriods = (sql: SqlClient.SqlClient, at: string, updates: 
                first_completed_at timestamptz, last_completed_at timestamptz)
         WHERE t.id = x.id`
 
+const decodeIds = Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: TaskId })))
+
 /** The user's quotas whose periods run, by id (a change of zone or week start realigns them). */
 export const runningQuotasOf = (sql: SqlClient.SqlClient, userId: UserId) =>
-  Effect.orDie(sql<{ id: TaskId }>`
-          SELECT id FROM tasks WHERE user_id = ${userId} AND ${hasRunningPeriod(sql, "")} ORDER BY id`)
+  Effect.orDie(Effect.flatMap(
+    sql`
+          SELECT id FROM tasks WHERE user_id = ${userId} AND ${hasRunningPeriod(sql, "")} ORDER BY id`,
+    decodeIds
+  ))
 
 /**
  * The quotas among `ids` (a subquery of task ids) whose periods have ended by `now` and that
  * the user can see, by id.
  */
 export const endedQuotasAmong = (sql: SqlClient.SqlClient, userId: UserId, now: Date, ids: Fragment) =>
-  Effect.orDie(sql<{ id: TaskId }>`
+  Effect.orDie(Effect.flatMap(
+    sql`
           SELECT t.id FROM tasks t
           WHERE ${hasRunningPeriod(sql)} AND t.progress_period_end <= ${now.toISOString()}::timestamptz
             AND t.id IN ${ids}
             AND ${visibleTo(sql, userId)}
-          ORDER BY t.id`)
+          ORDER BY t.id`,
+    decodeIds
+  ))
 
 /** How far behind the rollover is at `now`, in seconds: since the oldest period end not rolled yet (a subquery, NULL when none). */
 export const rolloverLag = (sql: SqlClient.SqlClient, now: Date): Fragment =>
@@ -106,16 +122,18 @@ export const rolloverLag = (sql: SqlClient.SqlClient, now: Date): Fragment =>
         FROM tasks WHERE ${hasRunningPeriod(sql, "")}
           AND progress_period_end <= ${now.toISOString()}::timestamptz)`
 
-export interface MissedReminder {
-  readonly id: TaskId
-  readonly user_id: UserId
-  readonly username: string
-  readonly timezone: string
-  readonly rrule: string
-  readonly anchor_time: string | null
-  readonly due_at: string
-  readonly series_start_at: string | null
-}
+const MissedReminder = Schema.Struct({
+  id: TaskId,
+  user_id: UserId,
+  username: Schema.String,
+  timezone: Schema.String,
+  rrule: Schema.String,
+  anchor_time: Schema.NullOr(Schema.String),
+  due_at: IsoText,
+  series_start_at: Schema.NullOr(IsoText)
+})
+export type MissedReminder = typeof MissedReminder.Type
+const decodeMissed = Schema.decodeUnknown(Schema.Array(MissedReminder))
 
 /** Candidates one page of the missed-reminder sweep reads. */
 export const MISSED_REMINDERS_PAGE = 1000
@@ -135,14 +153,17 @@ export const missedReminders = (
   size = MISSED_REMINDERS_PAGE,
   skipUsers: ReadonlyArray<UserId> = []
 ) =>
-  sql<MissedReminder>`
+  sql`
     SELECT t.id, t.user_id, u.username, u.timezone, t.rrule, t.anchor_time, steady_iso(t.due_at) AS due_at,
            steady_iso(t.series_start_at) AS series_start_at
     FROM tasks t JOIN users u ON u.id = t.user_id
     WHERE t.is_reminder AND t.rrule IS NOT NULL AND ${isNotQuota(sql)} AND ${isOpen(sql)} AND t.roll_stopped_at IS NULL
       AND t.id > ${after} AND t.due_at < ${now.toISOString()}::timestamptz
       ${skipUsers.length === 0 ? sql`` : sql`AND t.user_id NOT IN ${sql.in(skipUsers)}`}
-    ORDER BY t.id LIMIT ${size}`
+    ORDER BY t.id LIMIT ${size}`.pipe(
+    // A row that does not fit is a defect; the SqlError stays the sweep's.
+    Effect.flatMap((rows) => Effect.catchTag(decodeMissed(rows), "ParseError", Effect.die))
+  )
 
 /**
  * Stops rolling the given reminders as of `at`: each is left out of the sweep from now on. A

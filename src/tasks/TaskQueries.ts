@@ -8,8 +8,8 @@ import type { CurrentUserShape } from "../kernel/CurrentUser.js"
 import { now as clockNow } from "../kernel/ServiceClock.js"
 import { calendarFrom } from "../accounts/UserCalendar.js"
 import { inboxId, projectAccess as projectAccessOf, usableProject } from "../projects/ProjectsTable.js"
-import { lockOwned as lockOwnedRow, lockVisible as lockVisibleRow, lockWithCalendar, taskBody, taskWire } from "./TasksTable.js"
-import { countsOf, taskListBody, trashBody } from "./TaskListSql.js"
+import { lockOwned as lockOwnedRow, lockVisible as lockVisibleRow, lockWithCalendar, taskJson, taskWire } from "./TasksTable.js"
+import { countsOf, taskPageJson, trashPageJson } from "./TaskListSql.js"
 import type { ProjectId, TaskId, UserId } from "../kernel/Ids.js"
 
 /**
@@ -22,14 +22,14 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
     const sql = yield* SqlClient.SqlClient
 
     /** A page of the caller's tasks as of `now`, as `{data: TaskList}` JSON text. */
-    const listJsonAt = (user: CurrentUserShape, query: TaskListQuery, now: Date) => taskListBody(sql, user.id, query, now)
+    const listJsonAt = (user: CurrentUserShape, query: TaskListQuery, now: Date) => taskPageJson(sql, user.id, query, now)
 
     /**
      * `{data: Task}` as JSON text (the stored wire text in the envelope json_build_object
      * wrote, without parsing it again), or 404 when the caller cannot see it.
      */
     const getJson = (user: CurrentUserShape, id: TaskId) =>
-      Effect.flatMap(taskBody(sql, user.id, id), (body) => body === undefined ? Effect.fail(NotFound.of("Task")) : Effect.succeed(body))
+      Effect.flatMap(taskJson(sql, user.id, id), (body) => body === undefined ? Effect.fail(NotFound.of("Task")) : Effect.succeed(body))
 
     /** The wire object of one task, read inside the current transaction. */
     const wire = (id: number) => taskWire(sql, id)
@@ -63,7 +63,7 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
     }
 
     /** The caller's trash, most recently trashed first, one page of it. */
-    const trashJson = (user: CurrentUserShape, page: Page) => trashBody(sql, user.id, page)
+    const trashJson = (user: CurrentUserShape, page: Page) => trashPageJson(sql, user.id, page)
 
     /** A project the caller may file tasks in: their own or a shared one. */
     const projectUsable = (user: CurrentUserShape, projectId: ProjectId) =>

@@ -1,12 +1,13 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { Fragment } from "@effect/sql/Statement"
-import { Effect } from "effect"
-import type { ProjectId, TaskId, UserId } from "../kernel/Ids.js"
-import type { TaskRow } from "../pipeline/Rows.js"
-import type { Task } from "./Task.js"
+import { Effect, Schema } from "effect"
+import { BodyRow, CountRow, IsoText } from "../kernel/Columns.js"
+import { ProjectId, TaskId, UserId } from "../kernel/Ids.js"
+import { TaskRow } from "../pipeline/Rows.js"
+import { Task } from "./Task.js"
 import { inSharedProject } from "../projects/ProjectsTable.js"
 import { decodeRow, taskRowJson, TasksTable } from "../pipeline/Tables.js"
-import { type CalendarColumns, calendarColumns } from "../accounts/UsersTable.js"
+import { CalendarColumns, calendarColumns } from "../accounts/UsersTable.js"
 import { isNotQuota, isOpen, isOverdue, isQuota } from "../pipeline/WireSql.js"
 
 /**
@@ -22,6 +23,27 @@ import { isNotQuota, isOpen, isOverdue, isQuota } from "../pipeline/WireSql.js"
  * `TasksTable` (`Tables.ts`), the table's spec.
  */
 
+const isTask = Schema.is(Task)
+
+/**
+ * A task's wire object as `steady_task_json` renders it (jsonb, parsed by the driver), checked
+ * against `Task` where it stands rather than decoded: it goes on as it came (in a response, a
+ * webhook's payload), its keys in the database's order, where a decode would rebuild it in the
+ * schema's order (and cost ten times as much).
+ */
+export const TaskWire = Schema.declare((u: unknown): u is Task => isTask(u), { identifier: "TaskWire" })
+
+/**
+ * A task's whole row as one JSON object (`taskRowJson`), only checked to be an object here:
+ * `decodeRow` then checks it column by column, at a fraction of a schema decode's cost.
+ */
+const RowObject = Schema.declare(
+  (u: unknown): u is Readonly<Record<string, unknown>> => typeof u === "object" && u !== null && !Array.isArray(u),
+  { identifier: "RowObject" }
+)
+
+const decodeLocked = Schema.decodeUnknown(Schema.Array(Schema.Struct({ row: RowObject })))
+
 /** Tasks a user may see: their own, and those in projects shared with everyone. */
 export const visibleTo = (sql: SqlClient.SqlClient, userId: UserId, alias = "t"): Fragment =>
   sql`(${sql.literal(`${alias}.user_id`)} = ${userId} OR ${inSharedProject(sql, `${alias}.project_id`)})`
@@ -33,118 +55,169 @@ export const visibleTo = (sql: SqlClient.SqlClient, userId: UserId, alias = "t")
 export const overdueOf = (sql: SqlClient.SqlClient, userId: UserId, now: Date, alias = "t"): Fragment =>
   sql`${sql.literal(`${alias}.user_id`)} = ${userId} AND ${isOverdue(sql, now, alias)}`
 
+const decodeBodies = Schema.decodeUnknown(Schema.Array(BodyRow))
+
 /**
  * `{data: Task}` as JSON text (the stored wire text in the envelope json_build_object
  * wrote, without parsing it again); undefined when the user cannot see the task.
  */
-export const taskBody = (sql: SqlClient.SqlClient, userId: UserId, id: TaskId) =>
-  sql<{ body: string }>`
+export const taskJson = (sql: SqlClient.SqlClient, userId: UserId, id: TaskId) =>
+  sql`
         SELECT '{"data" : ' || t.wire_text || '}' AS body FROM tasks t
-        WHERE t.id = ${id} AND ${visibleTo(sql, userId)}`.pipe(Effect.map((rows) => rows[0]?.body), Effect.orDie)
+        WHERE t.id = ${id} AND ${visibleTo(sql, userId)}`.pipe(
+    Effect.flatMap(decodeBodies),
+    Effect.map((rows) => rows[0]?.body),
+    Effect.orDie
+  )
+
+const decodeWire = Schema.decodeUnknown(Schema.Tuple(Schema.Struct({ task: TaskWire })))
 
 /** The wire object of a task the caller knows exists. */
 export const taskWire = (sql: SqlClient.SqlClient, id: number) =>
-  sql<{ task: Task }>`SELECT steady_task_json(t) AS task FROM tasks t WHERE t.id = ${id}`.pipe(
-    Effect.map((rows) => rows[0]!.task),
+  sql`SELECT steady_task_json(t) AS task FROM tasks t WHERE t.id = ${id}`.pipe(
+    Effect.flatMap(decodeWire),
+    Effect.map(([row]) => row.task),
     Effect.orDie
   )
 
 /** A task the user can see, locked for a mutation; undefined otherwise. */
 export const lockVisible = (sql: SqlClient.SqlClient, userId: UserId, id: TaskId) =>
-  sql<{ row: Record<string, unknown> }>`
+  sql`
         SELECT ${sql.literal(taskRowJson)} AS row FROM tasks t WHERE t.id = ${id} AND ${visibleTo(sql, userId)} FOR UPDATE OF t`.pipe(
+    Effect.flatMap(decodeLocked),
     Effect.orDie,
     Effect.map((rows) => rows[0] === undefined ? undefined : decodeRow(TasksTable, rows[0].row))
   )
 
 /** The user's own task, locked: not one they only see through a shared project. */
 export const lockOwned = (sql: SqlClient.SqlClient, userId: UserId, id: TaskId) =>
-  sql<{ row: Record<string, unknown> }>`
+  sql`
         SELECT ${sql.literal(taskRowJson)} AS row FROM tasks t WHERE t.id = ${id} AND t.user_id = ${userId} FOR UPDATE OF t`.pipe(
+    Effect.flatMap(decodeLocked),
     Effect.orDie,
     Effect.map((rows) => rows[0] === undefined ? undefined : decodeRow(TasksTable, rows[0].row))
   )
+
+const decodeLockedWithCalendar = Schema.decodeUnknown(Schema.Array(Schema.Struct({ row: RowObject, ...CalendarColumns.fields })))
 
 /**
  * `lockVisible`, with the owner's calendar columns read in the same statement: a write's
  * anchors and periods are on the owner's calendar, whoever acts on the task.
  */
 export const lockWithCalendar = (sql: SqlClient.SqlClient, userId: UserId, id: TaskId) =>
-  sql<{ row: Record<string, unknown> } & CalendarColumns>`
+  sql`
         SELECT ${sql.literal(taskRowJson)} AS row, ${calendarColumns(sql, "u")}
         FROM tasks t JOIN users u ON u.id = t.user_id
         WHERE t.id = ${id} AND ${visibleTo(sql, userId)} FOR UPDATE OF t`.pipe(
+    Effect.flatMap(decodeLockedWithCalendar),
     Effect.orDie,
-    Effect.map((rows): { readonly row: TaskRow; readonly calendar: CalendarColumns } | undefined =>
-      rows[0] === undefined ? undefined : { row: decodeRow(TasksTable, rows[0].row), calendar: rows[0] }
-    )
+    Effect.map((rows): { readonly row: TaskRow; readonly calendar: CalendarColumns } | undefined => {
+      const found = rows[0]
+      if (found === undefined) return undefined
+      return { row: decodeRow(TasksTable, found.row), calendar: { timezone: found.timezone, week_start: found.week_start } }
+    })
   )
 
 /** The visible rows among `ids`, locked, in id order. */
 export const lockVisibleAmong = (sql: SqlClient.SqlClient, userId: UserId, ids: ReadonlyArray<number>) =>
-  sql<{ row: Record<string, unknown> }>`
+  sql`
         SELECT ${sql.literal(taskRowJson)} AS row FROM tasks t
         WHERE t.id IN ${sql.in([...ids])} AND ${visibleTo(sql, userId)}
         ORDER BY t.id FOR UPDATE OF t`.pipe(
+    Effect.flatMap(decodeLocked),
     Effect.map((rows) => rows.map((r) => decodeRow(TasksTable, r.row))),
     Effect.orDie
   )
 
 /** The user's overdue tasks (`overdueOf`), locked, in id order. */
 export const lockOverdue = (sql: SqlClient.SqlClient, userId: UserId, now: Date) =>
-  Effect.orDie(sql<{ row: Record<string, unknown> }>`
+  Effect.orDie(Effect.flatMap(
+    sql`
             SELECT ${sql.literal(taskRowJson)} AS row FROM tasks t WHERE ${overdueOf(sql, userId, now)}
-            ORDER BY t.id FOR UPDATE OF t`).pipe(Effect.map((rows) => rows.map((r) => decodeRow(TasksTable, r.row))))
+            ORDER BY t.id FOR UPDATE OF t`,
+    decodeLocked
+  )).pipe(Effect.map((rows) => rows.map((r) => decodeRow(TasksTable, r.row))))
+
+const decodeVisible = Schema.decodeUnknown(Schema.Array(Schema.Struct({ visible: Schema.Boolean })))
 
 /** Whether the task is visible to the user now; undefined when it is gone. */
 export const isVisibleTo = (sql: SqlClient.SqlClient, userId: UserId, taskId: number) =>
-  sql<{ visible: boolean }>`SELECT ${visibleTo(sql, userId)} AS visible FROM tasks t WHERE t.id = ${taskId}`.pipe(
+  sql`SELECT ${visibleTo(sql, userId)} AS visible FROM tasks t WHERE t.id = ${taskId}`.pipe(
+    Effect.flatMap(decodeVisible),
     Effect.map((rows) => rows[0]?.visible),
     Effect.orDie
   )
 
+const decodeOwner = Schema.decodeUnknown(Schema.Array(Schema.Struct({ user_id: UserId })))
+
 /** The task's owner; undefined when it is gone. */
 export const ownerOf = (sql: SqlClient.SqlClient, taskId: TaskId) =>
-  Effect.orDie(sql<{ user_id: UserId }>`SELECT user_id FROM tasks WHERE id = ${taskId}`).pipe(
+  Effect.orDie(Effect.flatMap(sql`SELECT user_id FROM tasks WHERE id = ${taskId}`, decodeOwner)).pipe(
     Effect.map((rows) => rows[0]?.user_id)
   )
 
+const decodeQuotas = Schema.decodeUnknown(
+  Schema.Array(Schema.Struct({ id: TaskId, rrule: Schema.NullOr(Schema.String), progress_target: Schema.Int }))
+)
+
 /** Which of `ids` are the user's quotas, not in the trash, with what their prompts are checked against. */
 export const quotasAmong = (sql: SqlClient.SqlClient, userId: UserId, ids: ReadonlyArray<number>) =>
-  Effect.orDie(sql<{ id: number; rrule: string | null; progress_target: number }>`
+  Effect.orDie(Effect.flatMap(
+    sql`
           SELECT id, rrule, progress_target FROM tasks WHERE id IN ${sql.in(ids)} AND user_id = ${userId}
-            AND ${isQuota(sql, "")} AND deleted_at IS NULL`)
+            AND ${isQuota(sql, "")} AND deleted_at IS NULL`,
+    decodeQuotas
+  ))
+
+const decodeReminders = Schema.decodeUnknown(
+  Schema.Array(Schema.Struct({ id: TaskId, due_at: Schema.NullOr(IsoText), anchor_time: Schema.NullOr(Schema.String) }))
+)
 
 /** The user's open reminders, locked, with what their time of day is read from. */
 export const lockOpenReminders = (sql: SqlClient.SqlClient, userId: UserId) =>
-  Effect.orDie(sql<{ id: TaskId; due_at: string | null; anchor_time: string | null }>`
+  Effect.orDie(Effect.flatMap(
+    sql`
           SELECT id, steady_iso(due_at) AS due_at, anchor_time FROM tasks
           WHERE user_id = ${userId} AND is_reminder AND ${isOpen(sql, "")} AND ${isNotQuota(sql, "")}
-          ORDER BY id FOR UPDATE`)
+          ORDER BY id FOR UPDATE`,
+    decodeReminders
+  ))
+
+const decodePrompting = Schema.decodeUnknown(Schema.Array(TaskRow.pick("id", "quota_prompt_config")))
 
 /** The user's quotas whose prompts start in the slot (configured, or by the user's default), locked. */
 export const lockQuotasPromptingIn = (sql: SqlClient.SqlClient, userId: UserId, slotId: number, isDefault: boolean) =>
-  sql<Pick<TaskRow, "id" | "quota_prompt_config">>`
+  sql`
         SELECT id, quota_prompt_config FROM tasks
         WHERE user_id = ${userId} AND ${isQuota(sql, "")} AND NOT done AND deleted_at IS NULL
           AND ((quota_prompt_config->>'slot_id')::int = ${slotId}
                ${isDefault ? sql`OR quota_prompt_config IS NULL OR quota_prompt_config->'slot_id' IS NULL OR quota_prompt_config->'slot_id' = 'null'::jsonb` : sql``})
-        ORDER BY id FOR UPDATE`.pipe(Effect.orDie)
+        ORDER BY id FOR UPDATE`.pipe(Effect.flatMap(decodePrompting), Effect.orDie)
+
+const decodeCount = Schema.decodeUnknown(Schema.Tuple(CountRow))
 
 /** How many tasks not in the trash are filed in the project. */
 export const liveTasksIn = (sql: SqlClient.SqlClient, projectId: number) =>
   Effect.orDie(
-    sql<{ n: number }>`SELECT count(*)::int AS n FROM tasks WHERE project_id = ${projectId} AND deleted_at IS NULL`
-  ).pipe(Effect.map((rows) => rows[0]!.n))
+    Effect.flatMap(
+      sql`SELECT count(*)::int AS n FROM tasks WHERE project_id = ${projectId} AND deleted_at IS NULL`,
+      decodeCount
+    )
+  ).pipe(Effect.map(([row]) => row.n))
+
+const decodeWithInbox = Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: TaskId, inbox: ProjectId })))
 
 /**
  * Every task filed in the project (in the trash or not), locked, with its owner's Inbox
  * it moves to when the project goes.
  */
 export const lockWithInbox = (sql: SqlClient.SqlClient, projectId: number) =>
-  Effect.orDie(sql<{ id: TaskId; inbox: ProjectId }>`
+  Effect.orDie(Effect.flatMap(
+    sql`
             SELECT t.id, p.id AS inbox FROM tasks t JOIN projects p ON p.owner_id = t.user_id AND p.is_inbox
-            WHERE t.project_id = ${projectId} ORDER BY t.id FOR UPDATE OF t`)
+            WHERE t.project_id = ${projectId} ORDER BY t.id FOR UPDATE OF t`,
+    decodeWithInbox
+  ))
 
 /** A task locked before a write outside the mutation pipeline touches it and another row. */
 export const lockTask = (sql: SqlClient.SqlClient, id: number) => sql`SELECT id FROM tasks WHERE id = ${id} FOR UPDATE`

@@ -4,7 +4,7 @@ import { growthItem, staleTargetAge } from "./Triage.js"
 import type { CurrentUserShape } from "../kernel/CurrentUser.js"
 import { now as clockNow } from "../kernel/ServiceClock.js"
 import { TaskQueries } from "../tasks/TaskQueries.js"
-import { triageCandidates, triageInbox, wireTexts } from "../tasks/TaskListSql.js"
+import { tasksWireJson, triageCandidates, triageInboxJson } from "../tasks/TaskListSql.js"
 
 /** GET /api/process: read-only, rule-based, only the caller's own open tasks, never reminders or quotas. */
 export class Triage extends Effect.Service<Triage>()("steady/Triage", {
@@ -12,9 +12,9 @@ export class Triage extends Effect.Service<Triage>()("steady/Triage", {
     const sql = yield* SqlClient.SqlClient
     const queries = yield* TaskQueries
 
-    /** Wire JSON texts by id (`wireTexts`). */
+    /** Wire JSON texts by id (`tasksWireJson`). */
     const wireMany = (ids: ReadonlyArray<number>) =>
-      ids.length === 0 ? Effect.succeed(new Map<number, string>()) : wireTexts(sql, ids)
+      ids.length === 0 ? Effect.succeed(new Map<number, string>()) : tasksWireJson(sql, ids)
 
     /**
      * The whole answer as JSON text: the tasks are rendered by the database as text and spliced
@@ -25,7 +25,7 @@ export class Triage extends Effect.Service<Triage>()("steady/Triage", {
       Effect.gen(function*() {
         const now = yield* clockNow
         const inboxId = yield* queries.inboxOf(user.id)
-        const inbox = yield* triageInbox(sql, user.id, inboxId)
+        const inbox = yield* triageInboxJson(sql, user.id, inboxId)
         // Read in due order (see `triageCandidates`); both lists are sorted below, ties by id.
         const candidates = yield* triageCandidates(sql, user.id)
         const growth = candidates.flatMap((t) => {
