@@ -66,7 +66,7 @@ export interface EmbeddedMemory {
   readonly sharedBuffers: string
 }
 
-export const DEFAULT_EMBEDDED_MEMORY: EmbeddedMemory = { sharedBuffers: "16MB" }
+export const DEFAULT_EMBEDDED_MEMORY: EmbeddedMemory = { sharedBuffers: "32MB" }
 
 /** The `-c` settings for PGlite's start. */
 export const embeddedSettings = (memory: EmbeddedMemory): ReadonlyArray<string> => [`shared_buffers=${memory.sharedBuffers}`]
