@@ -35,3 +35,16 @@ export const IdRow = Schema.Struct({ id: Schema.Int })
  * as a string, never parsed.
  */
 export const BodyRow = Schema.Struct({ body: Schema.String })
+
+/**
+ * A whole row (or a wire object) the statement built as one JSON object, only checked to be
+ * an object here: the pipeline's `decodeRow` then checks it column by column (Tables.ts), at
+ * a fraction of a row schema's cost.
+ */
+export const RowObject = Schema.declare(
+  (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u),
+  { identifier: "RowObject" }
+)
+
+/** `{ row }`: a statement's `… AS row` column, one row object. */
+export const RowColumn = Schema.Struct({ row: RowObject })

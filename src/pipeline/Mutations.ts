@@ -1,6 +1,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { Fragment } from "@effect/sql/Statement"
-import { Effect, Option } from "effect"
+import { Effect, Option, Schema } from "effect"
+import { RowColumn, RowObject } from "../kernel/Columns.js"
 import { type JsonValue, type Row, sameValue } from "../kernel/Json.js"
 import { localDate } from "../kernel/LocalTime.js"
 import type { CurrentUserShape } from "../kernel/CurrentUser.js"
@@ -13,7 +14,7 @@ import { WebhookWakeup } from "../webhooks/WebhookWakeup.js"
 import { commitWithNextStatement } from "../sql/PgGuard.js"
 import { commitStatement, type Deferred } from "./CommitStatement.js"
 import { Pending, PendingId, PENDING_ROW_KEY, withWire } from "./Pending.js"
-import { type DayStats, type Insertion, type MutationOptions, type PendingInsert, type Resolved, type Runner, type Tx, type TxChange, type TxEvent, untyped, type UpdateOptions, type Wire } from "./Tx.js"
+import { type DayStats, type Insertion, type MutationOptions, type PendingInsert, type Resolved, type Runner, type Tx, type TxChange, type TxEvent, untyped, type UpdateOptions } from "./Tx.js"
 import { type KeyedAnswer, KeyRefused, isRefusal } from "./IdempotencyRecord.js"
 
 function resolved<A>(result: A, wire: string | null): Resolved<A>
@@ -99,6 +100,13 @@ const checkColumns = (table: TableSpec<TableRow>, values: object) => {
   }
 }
 
+// The statements' rows, checked to be objects; `decodedRow` then checks their columns.
+const decodeRows = Schema.decodeUnknown(Schema.Array(RowColumn))
+const decodeOneRow = Schema.decodeUnknown(Schema.Tuple(RowColumn))
+const decodeUpdated = Schema.decodeUnknown(
+  Schema.Array(Schema.Struct({ wire: Schema.optional(RowObject), inserted: Schema.optional(RowObject) }))
+)
+
 export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -111,10 +119,10 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
 
     /** The row as PostgreSQL gives it (`to_jsonb`), locked. */
     const lockRaw = (table: TableSpec<TableRow>, id: number) =>
-      sql.unsafe<{ row: Record<string, unknown> }>(
-        `SELECT ${rowJsonSql(table, "t")} AS row FROM ${table.name} t WHERE id = $1 FOR UPDATE`,
-        [id]
-      ).pipe(Effect.map((rows) => rows[0]?.row))
+      sql.unsafe(`SELECT ${rowJsonSql(table, "t")} AS row FROM ${table.name} t WHERE id = $1 FOR UPDATE`, [id]).pipe(
+        Effect.flatMap(decodeRows),
+        Effect.map((rows) => rows[0]?.row)
+      )
 
     const lockRow = <R extends TableRow>(table: TableSpec<R>, id: number) =>
       Effect.map(lockRaw(table, id), (raw) => raw === undefined ? undefined : decodedRow(table, raw).row)
@@ -143,11 +151,11 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
           Effect.gen(function*() {
             checkColumns(table, values)
             const { casts, columns, params } = placeholders(table, untyped(values), 1)
-            const rows = yield* sql.unsafe<{ row: Record<string, unknown> }>(
+            const [inserted] = yield* sql.unsafe(
               `INSERT INTO ${table.name} (${columns.join(", ")}) VALUES (${casts.join(", ")}) RETURNING ${rowJsonSql(table, table.name)} AS row`,
               params
-            )
-            const { json, row } = decodedRow(table, rows[0]!.row)
+            ).pipe(Effect.flatMap(decodeOneRow))
+            const { json, row } = decodedRow(table, inserted.row)
             recordChange({ op: "insert", table: table.name, id: row.id, after: json })
             return row
           }).pipe(Effect.orDie)
@@ -179,15 +187,14 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
               : `${withInsert}UPDATE ${table.name} SET ${update.columns.map((c, i) => `${c} = ${update.casts[i]}`).join(", ")}
                  WHERE id = $1${returning.length > 0 ? ` RETURNING ${returning.join(", ")}` : ""}`
             if (fields.length === 0 && returning.length === 0) return { fields, wire: {} }
-            const rows = yield* sql.unsafe<{ wire?: Wire; inserted?: Record<string, unknown> }>(
-              text,
-              [id, ...sent, ...(insert?.params ?? [])]
-            )
+            const rows = yield* sql.unsafe(text, [id, ...sent, ...(insert?.params ?? [])]).pipe(Effect.flatMap(decodeUpdated))
             if (fields.length > 0) {
               recordChange(updateChange(table, id, current, before, after, updateOptions?.guard))
             }
             if (also !== undefined) {
-              const { json, row } = decodedRow(also.table, rows[0]!.inserted!)
+              const inserted = rows[0]?.inserted
+              if (inserted === undefined) return yield* Effect.dieMessage(`${also.table.name}: the update's insert returned no row`)
+              const { json, row } = decodedRow(also.table, inserted)
               recordChange({ op: "insert", table: also.table.name, id: row.id, after: json })
             }
             return { fields, wire: rows[0]?.wire ?? {} }

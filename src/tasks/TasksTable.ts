@@ -1,7 +1,7 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { Fragment } from "@effect/sql/Statement"
 import { Effect, Schema } from "effect"
-import { BodyRow, CountRow, IsoText } from "../kernel/Columns.js"
+import { BodyRow, CountRow, IsoText, RowColumn, RowObject } from "../kernel/Columns.js"
 import { ProjectId, TaskId, UserId } from "../kernel/Ids.js"
 import { TaskRow } from "../pipeline/Rows.js"
 import { Task } from "./Task.js"
@@ -33,16 +33,8 @@ const isTask = Schema.is(Task)
  */
 export const TaskWire = Schema.declare((u: unknown): u is Task => isTask(u), { identifier: "TaskWire" })
 
-/**
- * A task's whole row as one JSON object (`taskRowJson`), only checked to be an object here:
- * `decodeRow` then checks it column by column, at a fraction of a schema decode's cost.
- */
-const RowObject = Schema.declare(
-  (u: unknown): u is Readonly<Record<string, unknown>> => typeof u === "object" && u !== null && !Array.isArray(u),
-  { identifier: "RowObject" }
-)
-
-const decodeLocked = Schema.decodeUnknown(Schema.Array(Schema.Struct({ row: RowObject })))
+// A task's whole row as one JSON object (`taskRowJson`), checked column by column by `decodeRow`.
+const decodeLocked = Schema.decodeUnknown(Schema.Array(RowColumn))
 
 /** Tasks a user may see: their own, and those in projects shared with everyone. */
 export const visibleTo = (sql: SqlClient.SqlClient, userId: UserId, alias = "t"): Fragment =>
