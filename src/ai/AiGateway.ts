@@ -56,10 +56,10 @@ const reasonOf = (error: AiError.AiError): string => {
 }
 
 /**
- * The provider packages load with the first call that needs them, not at start: their
+ * The provider packages load only when AI is on (as the gateway is built), not at every start: their
  * modules (the OpenAI client's generated schemas above all) cost ~90 MB of RSS, ~30 MB of
  * heap and ~0.5 s of start-up, which a service with AI off, the default, paid for nothing.
- * Node caches a module once loaded, so later calls pay nothing. `OpenAiClient` by its module,
+ * Node caches a module once loaded, so the model layers' own imports cost nothing. `OpenAiClient` by its module,
  * not the package index: the index also loads OpenAiTokenizer and gpt-tokenizer's ranks.
  */
 const anthropicModules = Effect.promise(() =>
@@ -78,6 +78,10 @@ export class AiGateway extends Effect.Service<AiGateway>()("steady/AiGateway", {
     const sql = yield* SqlClient.SqlClient
     const enabled = config.aiProvider !== "off"
     const prompts = enabled ? yield* loadPrompts : undefined
+    // With AI on, its provider's modules load with the service, so a first call's timeout
+    // never includes loading them.
+    if (config.aiProvider === "anthropic") yield* anthropicModules
+    else if (config.aiProvider !== "off") yield* openAiModules
 
     const choice = (feature: AiFeature): ModelChoice => {
       const provider = config.aiProvider
