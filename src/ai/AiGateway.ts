@@ -56,11 +56,12 @@ const reasonOf = (error: AiError.AiError): string => {
 }
 
 /**
- * The provider packages load only when AI is on (as the gateway is built), not at every start: their
- * modules (the OpenAI client's generated schemas above all) cost ~90 MB of RSS, ~30 MB of
- * heap and ~0.5 s of start-up, which a service with AI off, the default, paid for nothing.
- * Node caches a module once loaded, so the model layers' own imports cost nothing. `OpenAiClient` by its module,
- * not the package index: the index also loads OpenAiTokenizer and gpt-tokenizer's ranks.
+ * The provider packages load only when AI is on (as the gateway is built), not at every
+ * start: their modules (the OpenAI client's generated schemas above all) cost ~90 MB of RSS,
+ * ~30 MB of heap and ~0.5 s of start-up, which a service with AI off, the default, paid for
+ * nothing. Node caches a module once loaded, so the model layers' own imports cost nothing.
+ * `OpenAiClient` by its module, not the package index: the index also loads OpenAiTokenizer
+ * and gpt-tokenizer's ranks.
  */
 const anthropicModules = Effect.promise(() =>
   Promise.all([import("@effect/ai-anthropic/AnthropicClient"), import("@effect/ai-anthropic/AnthropicLanguageModel")])

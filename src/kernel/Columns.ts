@@ -36,6 +36,9 @@ export const IdRow = Schema.Struct({ id: Schema.Int })
  */
 export const BodyRow = Schema.Struct({ body: Schema.String })
 
+/** The one `{ body }` row of a statement that renders a whole answer as JSON text. */
+export const decodeOneBody = Schema.decodeUnknown(Schema.Tuple(BodyRow))
+
 /**
  * A whole row (or a wire object) the statement built as one JSON object, only checked to be
  * an object here: the pipeline's `decodeRow` then checks it column by column (Tables.ts), at
@@ -48,3 +51,6 @@ export const RowObject = Schema.declare(
 
 /** `{ row }`: a statement's `… AS row` column, one row object. */
 export const RowColumn = Schema.Struct({ row: RowObject })
+
+/** `{ row }` rows, each checked to be an object (`decodeRow` checks the columns). */
+export const decodeRowColumns = Schema.decodeUnknown(Schema.Array(RowColumn))

@@ -1,6 +1,6 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Schema } from "effect"
-import { BodyRow, IsoText } from "../kernel/Columns.js"
+import { decodeOneBody, IsoText } from "../kernel/Columns.js"
 import type { TaskId, UserId } from "../kernel/Ids.js"
 import type { LastCompletion } from "./Lifecycle.js"
 import { completionJson } from "../pipeline/WireSql.js"
@@ -40,7 +40,6 @@ export interface CompletionFilter {
   readonly ranges: ReadonlyArray<readonly [from: string, before: string]>
 }
 
-const decodeBody = Schema.decodeUnknown(Schema.Tuple(BodyRow))
 
 /** `{data: {completions, count}}`, newest first, as JSON text from the database. */
 export const completionsPageJson = (
@@ -61,7 +60,7 @@ export const completionsPageJson = (
     SELECT json_build_object('data', json_build_object(
       'completions', COALESCE(json_agg(${completionJson(sql)} ORDER BY c.completed_at DESC, c.id DESC), '[]'::json),
       'count', count(*)::int))::text AS body FROM c`.pipe(
-    Effect.flatMap(decodeBody),
+    Effect.flatMap(decodeOneBody),
     Effect.map(([row]) => row.body),
     Effect.orDie
   )

@@ -1,7 +1,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { Fragment } from "@effect/sql/Statement"
 import { Effect, Option, Schema } from "effect"
-import { RowColumn, RowObject } from "../kernel/Columns.js"
+import { decodeRowColumns, RowColumn, RowObject } from "../kernel/Columns.js"
 import { type JsonValue, type Row, sameValue } from "../kernel/Json.js"
 import { localDate } from "../kernel/LocalTime.js"
 import type { CurrentUserShape } from "../kernel/CurrentUser.js"
@@ -101,7 +101,6 @@ const checkColumns = (table: TableSpec<TableRow>, values: object) => {
 }
 
 // The statements' rows, checked to be objects; `decodedRow` then checks their columns.
-const decodeRows = Schema.decodeUnknown(Schema.Array(RowColumn))
 const decodeOneRow = Schema.decodeUnknown(Schema.Tuple(RowColumn))
 const decodeUpdated = Schema.decodeUnknown(
   Schema.Array(Schema.Struct({ wire: Schema.optional(RowObject), inserted: Schema.optional(RowObject) }))
@@ -120,7 +119,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
     /** The row as PostgreSQL gives it (`to_jsonb`), locked. */
     const lockRaw = (table: TableSpec<TableRow>, id: number) =>
       sql.unsafe(`SELECT ${rowJsonSql(table, "t")} AS row FROM ${table.name} t WHERE id = $1 FOR UPDATE`, [id]).pipe(
-        Effect.flatMap(decodeRows),
+        Effect.flatMap(decodeRowColumns),
         Effect.map((rows) => rows[0]?.row)
       )
 

@@ -2,7 +2,7 @@ import type * as SqlClient from "@effect/sql/SqlClient"
 import type { Fragment } from "@effect/sql/Statement"
 import { Effect, Schema } from "effect"
 import { INSIGHT_SIGNALS } from "../ai/AiAnswers.js"
-import { BodyRow, IsoText } from "../kernel/Columns.js"
+import { decodeOneBody, IsoText } from "../kernel/Columns.js"
 import type { UserId } from "../kernel/Ids.js"
 import { type Page, pageOf } from "../kernel/QueryParams.js"
 import { Task, type TaskListQuery, Timestamp } from "./Task.js"
@@ -19,7 +19,6 @@ import { isNotQuota, isOpen, isQuota, wireArray } from "../pipeline/WireSql.js"
  */
 
 /** The one row of a statement that renders its whole answer as JSON text (`…Json` reads). */
-const decodeBody = Schema.decodeUnknown(Schema.Tuple(BodyRow))
 
 /**
  * `{data: {tasks, count}}` for a page of stored wire texts, as the text json_build_object
@@ -99,7 +98,7 @@ export const taskPageJson = (sql: SqlClient.SqlClient, userId: UserId, query: Ta
           ) merged ORDER BY due_at, id LIMIT ${limit} OFFSET ${offset}
         )
         SELECT ${pageBody(sql, wireArray(sql, "page.task", "page.due_at, page.id"))} AS body FROM page`.pipe(
-    Effect.flatMap(decodeBody),
+    Effect.flatMap(decodeOneBody),
     Effect.map(([row]) => row.body),
     Effect.orDie
   )
@@ -130,7 +129,7 @@ export const trashPageJson = (sql: SqlClient.SqlClient, userId: UserId, page: Pa
           ORDER BY t.deleted_at DESC, t.id DESC LIMIT ${page.limit} OFFSET ${page.offset}
         )
         SELECT ${pageBody(sql, wireArray(sql, "trash.task", "trash.deleted_at DESC, trash.id DESC"))} AS body FROM trash`.pipe(
-    Effect.flatMap(decodeBody),
+    Effect.flatMap(decodeOneBody),
     Effect.map(([row]) => row.body),
     Effect.orDie
   )
@@ -158,7 +157,7 @@ export const feedJson = (sql: SqlClient.SqlClient, userId: UserId, limit: number
              ORDER BY t.due_at, t.id LIMIT ${limit})
           ) merged ORDER BY merged.due_at, merged.id LIMIT ${limit}
         ) t`.pipe(
-    Effect.flatMap(decodeBody),
+    Effect.flatMap(decodeOneBody),
     Effect.map(([row]) => row.body),
     Effect.orDie
   )
@@ -304,7 +303,7 @@ export const quotaListJson = (sql: SqlClient.SqlClient, userId: UserId, now: Dat
                 ELSE steady_task_json(q.task) END ORDER BY q.id), '[]'::json),
             'total', count(*)::int,
             'has_any', count(*) > 0))::text AS body FROM q`,
-    decodeBody
+    decodeOneBody
   )).pipe(Effect.map(([row]) => row.body))
 
 /** A task as the AI prompts list it. */

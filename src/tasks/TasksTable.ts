@@ -1,7 +1,7 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { Fragment } from "@effect/sql/Statement"
 import { Effect, Schema } from "effect"
-import { BodyRow, CountRow, IsoText, RowColumn, RowObject } from "../kernel/Columns.js"
+import { BodyRow, CountRow, decodeRowColumns, IsoText, RowObject } from "../kernel/Columns.js"
 import { ProjectId, TaskId, UserId } from "../kernel/Ids.js"
 import { TaskRow } from "../pipeline/Rows.js"
 import { Task } from "./Task.js"
@@ -32,9 +32,6 @@ const isTask = Schema.is(Task)
  * schema's order (and cost ten times as much).
  */
 export const TaskWire = Schema.declare((u: unknown): u is Task => isTask(u), { identifier: "TaskWire" })
-
-// A task's whole row as one JSON object (`taskRowJson`), checked column by column by `decodeRow`.
-const decodeLocked = Schema.decodeUnknown(Schema.Array(RowColumn))
 
 /** Tasks a user may see: their own, and those in projects shared with everyone. */
 export const visibleTo = (sql: SqlClient.SqlClient, userId: UserId, alias = "t"): Fragment =>
@@ -76,7 +73,7 @@ export const taskWire = (sql: SqlClient.SqlClient, id: number) =>
 export const lockVisible = (sql: SqlClient.SqlClient, userId: UserId, id: TaskId) =>
   sql`
         SELECT ${sql.literal(taskRowJson)} AS row FROM tasks t WHERE t.id = ${id} AND ${visibleTo(sql, userId)} FOR UPDATE OF t`.pipe(
-    Effect.flatMap(decodeLocked),
+    Effect.flatMap(decodeRowColumns),
     Effect.orDie,
     Effect.map((rows) => rows[0] === undefined ? undefined : decodeRow(TasksTable, rows[0].row))
   )
@@ -85,7 +82,7 @@ export const lockVisible = (sql: SqlClient.SqlClient, userId: UserId, id: TaskId
 export const lockOwned = (sql: SqlClient.SqlClient, userId: UserId, id: TaskId) =>
   sql`
         SELECT ${sql.literal(taskRowJson)} AS row FROM tasks t WHERE t.id = ${id} AND t.user_id = ${userId} FOR UPDATE OF t`.pipe(
-    Effect.flatMap(decodeLocked),
+    Effect.flatMap(decodeRowColumns),
     Effect.orDie,
     Effect.map((rows) => rows[0] === undefined ? undefined : decodeRow(TasksTable, rows[0].row))
   )
@@ -116,7 +113,7 @@ export const lockVisibleAmong = (sql: SqlClient.SqlClient, userId: UserId, ids: 
         SELECT ${sql.literal(taskRowJson)} AS row FROM tasks t
         WHERE t.id IN ${sql.in([...ids])} AND ${visibleTo(sql, userId)}
         ORDER BY t.id FOR UPDATE OF t`.pipe(
-    Effect.flatMap(decodeLocked),
+    Effect.flatMap(decodeRowColumns),
     Effect.map((rows) => rows.map((r) => decodeRow(TasksTable, r.row))),
     Effect.orDie
   )
@@ -127,7 +124,7 @@ export const lockOverdue = (sql: SqlClient.SqlClient, userId: UserId, now: Date)
     sql`
             SELECT ${sql.literal(taskRowJson)} AS row FROM tasks t WHERE ${overdueOf(sql, userId, now)}
             ORDER BY t.id FOR UPDATE OF t`,
-    decodeLocked
+    decodeRowColumns
   )).pipe(Effect.map((rows) => rows.map((r) => decodeRow(TasksTable, r.row))))
 
 const decodeVisible = Schema.decodeUnknown(Schema.Array(Schema.Struct({ visible: Schema.Boolean })))
