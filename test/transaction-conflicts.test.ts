@@ -5,7 +5,7 @@ import Pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { errorResponse } from "../src/http/ErrorResponses.js"
 import { CONFLICT_RETRIES } from "../src/sql/TransactionConflicts.js"
-import { databaseKind } from "./support/database.js"
+import { databaseKind, freshDatabase } from "./support/database.js"
 import { eventually } from "./support/receiver.js"
 import { type Response, startService, type TestService, type TestUser } from "./support/service.js"
 
@@ -240,5 +240,80 @@ describe.skipIf(databaseKind() !== "postgres")("two time slots created at once f
     ])
     expect(answers.map((a) => a.status).sort()).toEqual([200, 400])
     expect(at).toBe(1)
+  })
+})
+
+/*
+ * Storms of undo and redo beside the writes they take back (PostgreSQL: the embedded database
+ * runs one transaction at a time). An undo used to lock its entry and then its rows change by
+ * change, against the order the writes lock them in: 40 slot adds beside 40 undos deadlocked
+ * 20–30 times, each found after PostgreSQL's one-second deadlock timeout, and half the
+ * requests ended 503 once the pool's waiters gave up. PostgreSQL counts the deadlocks of a
+ * database (`pg_stat_database`); a backend reports them by the time it exits, so they are
+ * read once the service has stopped.
+ */
+describe.skipIf(databaseKind() !== "postgres")("undo and redo beside the writes they take back", () => {
+  const storm = async (scenario: (user: TestUser) => Promise<ReadonlyArray<Response>>) => {
+    const database = await freshDatabase()
+    const service = await startService({}, database)
+    const user = await service.user("storm")
+    let answers: ReadonlyArray<Response>
+    try {
+      answers = await scenario(user)
+    } finally {
+      await service.stop()
+    }
+    const stats = new Pg.Client({ connectionString: database.url })
+    await stats.connect()
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 1000))
+      const { rows } = await stats.query<{ deadlocks: number }>(
+        "SELECT deadlocks::int AS deadlocks FROM pg_stat_database WHERE datname = $1",
+        [new URL(database.url!).pathname.slice(1)]
+      )
+      return { user, answers, deadlocks: rows[0]!.deadlocks }
+    } finally {
+      await stats.end()
+      await database.drop()
+    }
+  }
+  /** The answers' statuses that are not `expected` (a refused undo or redo, when there is nothing to take, is a 400). */
+  const unexpected = (answers: ReadonlyArray<Response>, expected: ReadonlyArray<number>) =>
+    answers.filter((a) => !expected.includes(a.status)).map((a) => `${a.status} ${JSON.stringify(a.body)}`)
+
+  it("slot adds, undos and redos: no deadlock, no 503, and every step counted once", async () => {
+    const kinds = ["add", "undo", "redo"] as const
+    let slots = -1
+    const { answers, deadlocks } = await storm(async (user) => {
+      // Steps to take back from the start.
+      for (let i = 0; i < 10; i++) expect((await user.api.post("/api/time-slots", { label: `a${i}`, start_time: `${10 + i}:30` })).status).toBe(201)
+      const requests: Array<Promise<Response>> = []
+      for (let i = 0; i < 30; i++) {
+        const time = `${String(Math.floor(i / 4)).padStart(2, "0")}:${String((i % 4) * 15 + 1).padStart(2, "0")}`
+        requests.push(user.api.post("/api/time-slots", { label: `s${i}`, start_time: time }), user.api.post("/api/undo"), user.api.post("/api/redo"))
+      }
+      const answers = await Promise.all(requests)
+      slots = (await user.api.get("/api/time-slots")).body.data.count
+      return answers
+    })
+    const succeeded = (kind: typeof kinds[number]) => answers.filter((a, i) => kinds[i % 3] === kind && a.status < 300).length
+    expect({ deadlocks, unexpected: unexpected(answers, [200, 201, 400]) }).toEqual({ deadlocks: 0, unexpected: [] })
+    // Five default slots and ten added first, one more per add and per redo, one fewer per undo.
+    expect(slots).toBe(15 + succeeded("add") - succeeded("undo") + succeeded("redo"))
+  })
+
+  it("bulk edits of one set of tasks, undos and redos: no deadlock, no 503", async () => {
+    const { answers, deadlocks } = await storm(async (user) => {
+      const ids: Array<number> = []
+      for (let i = 0; i < 30; i++) ids.push((await user.api.post("/api/tasks", { title: `t${i}` })).body.data.id)
+      const requests: Array<Promise<Response>> = []
+      for (let i = 0; i < 30; i++) {
+        requests.push(user.api.post("/api/tasks/bulk/edit", { ids: i % 2 === 0 ? ids : [...ids].reverse(), changes: { priority: i % 4 } }))
+        requests.push(user.api.post("/api/undo"))
+        requests.push(user.api.post("/api/redo"))
+      }
+      return Promise.all(requests)
+    })
+    expect({ deadlocks, unexpected: unexpected(answers, [200, 400]) }).toEqual({ deadlocks: 0, unexpected: [] })
   })
 })

@@ -13,31 +13,33 @@ import { TimeSlotRow } from "../pipeline/Rows.js"
  * (`Tables.ts`), the table's spec.
  */
 
-/**
- * A user's slots in time order. Locked when the caller is about to add, move or delete
- * one, so two such edits of one user's slots queue instead of both passing the checks.
- */
-export const slotsOf = (sql: SqlClient.SqlClient, userId: UserId, lock = false) =>
+/** A user's slots in time order. */
+export const slotsOf = (sql: SqlClient.SqlClient, userId: UserId) =>
   SqlSchema.findAll({
     Request: UserId,
     Result: TimeSlotRow,
     execute: (userId) =>
-      lock
-        ? sql`SELECT id, user_id, label, start_time, sort_order, steady_iso(created_at) AS created_at
-        FROM time_slots WHERE user_id = ${userId} ORDER BY start_time, id FOR UPDATE`
-        : sql`SELECT id, user_id, label, start_time, sort_order, steady_iso(created_at) AS created_at
+      sql`SELECT id, user_id, label, start_time, sort_order, steady_iso(created_at) AS created_at
         FROM time_slots WHERE user_id = ${userId} ORDER BY start_time, id`
   })(userId).pipe(Effect.orDie)
 
+/** The first key of the slot-set locks (`pg_advisory_xact_lock(int4, int4)`; the second is the user's id). */
+const SLOT_SET_LOCK = 0x5107
+
 /**
- * A user's slots, locked, as they are once the lock is held. The locking read returns the
- * rows of its snapshot: a slot that a concurrent add inserted while this one waited for its
- * locks is not among them, and a check against them would pass a start time that slot has
- * taken (a unique violation, answered 500). So the slots are read again once locked; none can
- * be added meanwhile, since an add locks the user's slots first and now waits for this one.
+ * Takes the lock on a user's set of slots, held to the end of the transaction. Every write of
+ * a user's slots takes it before it reads them (an add, move or delete, and an undo or redo
+ * of one), so such writes of one user queue on one lock instead of both passing the checks.
+ * One lock on the set, not the slots' rows: a locking read of the rows misses a slot another
+ * add inserted while it waited, and locks the rest in an order an undo (which writes them
+ * change by change) does not follow; in a storm of adds and undos the two orders deadlocked
+ * over and over, each deadlock found only after PostgreSQL's one-second deadlock timeout.
  */
-export const lockedSlotsOf = (sql: SqlClient.SqlClient, userId: UserId) =>
-  Effect.zipRight(slotsOf(sql, userId, true), slotsOf(sql, userId))
+export const lockSlotSet = (sql: SqlClient.SqlClient, userId: UserId) =>
+  sql`SELECT pg_advisory_xact_lock(${SLOT_SET_LOCK}::int, ${userId}::int)`.pipe(Effect.asVoid, Effect.orDie)
+
+/** A user's slots, read once the lock on their set is held (`lockSlotSet`). */
+export const lockedSlotsOf = (sql: SqlClient.SqlClient, userId: UserId) => Effect.zipRight(lockSlotSet(sql, userId), slotsOf(sql, userId))
 
 /** A slot the caller knows exists. */
 export const slotById = (sql: SqlClient.SqlClient, id: number) =>

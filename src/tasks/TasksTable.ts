@@ -208,6 +208,13 @@ export const lockWithInbox = (sql: SqlClient.SqlClient, projectId: number) =>
     decodeWithInbox
   ))
 
+/** Tasks locked in id order, the order every write that locks several takes them in. */
+export const lockTasksInOrder = (sql: SqlClient.SqlClient, ids: ReadonlyArray<number>) =>
+  ids.length === 0 ? Effect.void : sql`SELECT id FROM tasks WHERE id IN ${sql.in([...ids])} ORDER BY id FOR UPDATE`.pipe(
+    Effect.asVoid,
+    Effect.orDie
+  )
+
 /** A task locked before a write outside the mutation pipeline touches it and another row. */
 export const lockTask = (sql: SqlClient.SqlClient, id: number) => sql`SELECT id FROM tasks WHERE id = ${id} FOR UPDATE`
 

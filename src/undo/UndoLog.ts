@@ -87,6 +87,16 @@ export const tasksOfNextEntry = (sql: SqlClient.SqlClient, userId: UserId, direc
   sql`(SELECT (c->>'id')::int FROM undo_entries e, jsonb_array_elements(e.changes) c
        WHERE e.id = (SELECT id FROM undo_entries ${nextEntry(sql, userId, direction)}) AND c->>'table' = 'tasks')`
 
+/** The rows the next undo (or redo) touches, read without a lock (`UndoService`'s lock order). */
+export const rowsOfNextEntry = (sql: SqlClient.SqlClient, userId: UserId, direction: Direction) =>
+  SqlSchema.findAll({
+    Request: UserId,
+    Result: Schema.Struct({ table: Schema.String, id: Schema.Int }),
+    execute: () =>
+      sql`SELECT DISTINCT c->>'table' AS table, (c->>'id')::int AS id FROM undo_entries e, jsonb_array_elements(e.changes) c
+       WHERE e.id = (SELECT id FROM undo_entries ${nextEntry(sql, userId, direction)})`
+  })(userId).pipe(Effect.orDie)
+
 /**
  * The entry the next undo (or redo) takes, locked. The condition is in the locking statement
  * itself, not in a subquery: a concurrent undo that took the same entry first leaves it

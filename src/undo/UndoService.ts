@@ -1,5 +1,5 @@
 import * as SqlClient from "@effect/sql/SqlClient"
-import { Effect } from "effect"
+import { Data, Effect } from "effect"
 import type { RowChange } from "../changes/Changes.js"
 import { Conflict, ValidationError } from "../kernel/Errors.js"
 import type { JsonValue, Row } from "../kernel/Json.js"
@@ -23,9 +23,10 @@ import {
   TimeSlotsTable
 } from "../pipeline/Tables.js"
 import { TaskQueries } from "../tasks/TaskQueries.js"
-import { isVisibleTo, liveTasksIn, lockWithInbox } from "../tasks/TasksTable.js"
+import { isVisibleTo, liveTasksIn, lockTasksInOrder, lockWithInbox } from "../tasks/TasksTable.js"
+import { lockSlotSet } from "../slots/TimeSlotsTable.js"
 import { endedQuotasAmong } from "../quotas/TaskRolloverSql.js"
-import { dropEntriesBefore, dropEntriesBeyond, entryCounts, lockNextEntry, markUndone, recentEntries, tasksOfNextEntry, writersAfter } from "./UndoLog.js"
+import { dropEntriesBefore, dropEntriesBeyond, entryCounts, lockNextEntry, markUndone, recentEntries, rowsOfNextEntry, tasksOfNextEntry, writersAfter } from "./UndoLog.js"
 import type { UserId } from "../kernel/Ids.js"
 
 const LOST_ACCESS = "it touches a task, project or slot you can no longer see"
@@ -40,6 +41,12 @@ export const UNDO_RETENTION_DAYS = 30
  * steps is far deeper than anyone walks back by hand.
  */
 export const UNDO_DEPTH = 1000
+
+/** Plans of the next entry's rows tried before its rows are locked after it (`lockNextWithItsRows`). */
+const PLAN_TRIES = 5
+
+/** The next entry touches rows its plan did not lock. */
+class NextEntryMoved extends Data.TaggedError("NextEntryMoved") {}
 
 /** Rows one trimming statement deletes at most, so it never holds the connection for long. */
 const TRIM_BATCH = 1000
@@ -164,10 +171,53 @@ export class UndoService extends Effect.Service<UndoService>()("steady/UndoServi
         for (const { id } of ended) yield* quotas.rollover(id)
       })
 
+    /**
+     * Locks the rows of a change list in the order the forward writes take them: the user's
+     * slot set (`lockSlotSet`) and then tasks in id order. Returns what it locked.
+     */
+    const lockInWriteOrder = (userId: UserId, rows: ReadonlyArray<{ readonly table: string; readonly id: number }>) =>
+      Effect.gen(function*() {
+        const slots = rows.some((r) => r.table === "time_slots")
+        if (slots) yield* lockSlotSet(sql, userId)
+        const tasks = [...new Set(rows.filter((r) => r.table === "tasks").map((r) => r.id))].sort((a, b) => a - b)
+        yield* lockTasksInOrder(sql, tasks)
+        return { slots, tasks: new Set(tasks) }
+      })
+
+    /**
+     * The next entry, locked after the rows it touches, in the order the forward writes take
+     * them (`lockInWriteOrder`). Forward writes lock their rows first and, at commit, clear the
+     * redo stack, which waits on a redo's locked entry; locking the entry first and its rows
+     * change by change made undo, redo and those writes deadlock in storms, each deadlock found
+     * only after PostgreSQL's one-second deadlock timeout while the pool waited (503s).
+     *
+     * The rows are those of the next entry read a moment before. If other writes moved the
+     * next entry meanwhile to one touching rows not locked, the savepoint is rolled back (its
+     * locks go with it) and the plan read again; after PLAN_TRIES the entry's rows are locked
+     * after it, and a deadlock left in that narrow case is run again (`TransactionConflicts`).
+     */
+    const lockNextWithItsRows = (userId: UserId, direction: Direction) =>
+      Effect.gen(function*() {
+        for (let attempt = 1; attempt <= PLAN_TRIES; attempt++) {
+          const locked = yield* sql.withTransaction(Effect.gen(function*() {
+            const held = yield* lockInWriteOrder(userId, yield* rowsOfNextEntry(sql, userId, direction))
+            const entry = yield* lockNextEntry(sql, userId, direction)
+            const covered = entry === undefined || entry.changes.every((c) =>
+              c.table === "time_slots" ? held.slots : c.table === "tasks" ? held.tasks.has(c.id) : true
+            )
+            return covered ? { entry } : yield* Effect.fail(new NextEntryMoved())
+          })).pipe(Effect.catchTag("NextEntryMoved", () => Effect.succeed(undefined)), Effect.orDie)
+          if (locked !== undefined) return locked.entry
+        }
+        const entry = yield* lockNextEntry(sql, userId, direction)
+        if (entry !== undefined) yield* lockInWriteOrder(userId, entry.changes)
+        return entry
+      })
+
     const run = (user: CurrentUserShape, direction: Direction, sessionStartId: number | undefined) =>
       Effect.zipRight(settlePeriods(user, direction), mutations.run({ user, action: direction === "undo" ? "undo" : "redo", undoable: false }, (tx) =>
         Effect.gen(function*() {
-          const entry = yield* lockNextEntry(sql, user.id, direction)
+          const entry = yield* lockNextWithItsRows(user.id, direction)
           if (entry === undefined) {
             return yield* Effect.fail(ValidationError.of(direction === "undo" ? "Nothing to undo" : "Nothing to redo"))
           }
