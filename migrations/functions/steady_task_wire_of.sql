@@ -10,8 +10,9 @@
 -- IMMUTABLE, as a generated column requires: true of this text, since timestamps are written in
 -- UTC (steady_iso) and nothing else in it depends on a setting. PL/pgSQL so its plan is kept per
 -- connection. The text is concatenated from the columns (to_json for strings: the escaping
--- row_to_json did), byte for byte what the earlier row_to_json rendering wrote. The columns cast
--- with ::text are NOT NULL in the table (a NULL would null the whole text).
+-- row_to_json did), and compact: the jsonb columns through steady_json_compact, not jsonb's
+-- spaced text (migration 0033). The columns cast with ::text are NOT NULL in the table (a NULL
+-- would null the whole text).
 --
 -- Replacing this body does not re-render stored rows: a change to it comes with a migration
 -- that rebuilds `tasks.wire_text` (see README.md). A new wire field is a new argument: drop and
@@ -100,13 +101,13 @@ AS $$ BEGIN RETURN
     || ',"auto_snooze_minutes":' || t_auto_snooze_minutes::text
     || ',"deleted_at":' || steady_json_iso(t_deleted_at)
     || ',"archived_at":' || steady_json_iso(t_archived_at)
-    || ',"labels":' || t_labels::text
+    || ',"labels":' || steady_json_compact(t_labels)
     || ',"notes":' || to_json(t_notes)::text
     || ',"progress_target":' || t_progress_target::text
     || ',"progress_current":' || t_progress_current::text
     || ',"progress_period_start":' || steady_json_iso(t_progress_period_start)
-    || ',"quota_prompt_config":' || COALESCE(t_quota_prompt_config::text, 'null')
-    || ',"quota_day_state":' || t_quota_day_state::text
+    || ',"quota_prompt_config":' || COALESCE(steady_json_compact(t_quota_prompt_config), 'null')
+    || ',"quota_day_state":' || steady_json_compact(t_quota_day_state)
     || ',"completion_count":' || t_completion_count::text
     || ',"skip_count":' || t_skip_count::text
     || ',"first_completed_at":' || steady_json_iso(t_first_completed_at)

@@ -40,6 +40,13 @@ export const BodyRow = Schema.Struct({ body: Schema.String })
 export const decodeOneBody = Schema.decodeUnknown(Schema.Tuple(BodyRow))
 
 /**
+ * JSON text as `JSON.stringify` writes it, same keys in the same order: the text of
+ * PostgreSQL's `json_build_object` and of `jsonb` puts spaces around every `:` and after
+ * every `,`, which the wire does not carry (the task pages splice compact stored texts instead).
+ */
+export const compactJson = (text: string): string => JSON.stringify(JSON.parse(text))
+
+/**
  * A whole row (or a wire object) the statement built as one JSON object, only checked to be
  * an object here: the pipeline's `decodeRow` then checks it column by column (Tables.ts), at
  * a fraction of a row schema's cost.

@@ -1,6 +1,6 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Schema } from "effect"
-import { decodeOneBody, IsoText } from "../kernel/Columns.js"
+import { compactJson, decodeOneBody, IsoText } from "../kernel/Columns.js"
 import type { TaskId, UserId } from "../kernel/Ids.js"
 import type { LastCompletion } from "./Lifecycle.js"
 import { completionJson } from "../pipeline/WireSql.js"
@@ -61,7 +61,7 @@ export const completionsPageJson = (
       'completions', COALESCE(json_agg(${completionJson(sql)} ORDER BY c.completed_at DESC, c.id DESC), '[]'::json),
       'count', count(*)::int))::text AS body FROM c`.pipe(
     Effect.flatMap(decodeOneBody),
-    Effect.map(([row]) => row.body),
+    Effect.map(([row]) => compactJson(row.body)),
     Effect.orDie
   )
 }
@@ -85,7 +85,7 @@ export const latestCompletions = (sql: SqlClient.SqlClient, taskId: TaskId, limi
     Effect.orDie
   )
 
-/** An export page's rows: each completion's wire JSON text, handed on as it is (never parsed). */
+/** An export page's rows: each completion's wire JSON text (made compact, `compactJson`, and otherwise handed on). */
 const decodeExportRows = Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.Int, json: Schema.String })))
 
 /** One page of a user's completions for the export, by id after `after`. */
@@ -94,4 +94,4 @@ export const exportPage = (sql: SqlClient.SqlClient, userId: UserId, after: numb
     sql`SELECT c.id, ${completionJson(sql)}::text AS json
     FROM completions c WHERE c.user_id = ${userId} AND c.id > ${after} ORDER BY c.id LIMIT ${limit}`,
     decodeExportRows
-  )
+  ).pipe(Effect.map((rows) => rows.map((row) => ({ id: row.id, json: compactJson(row.json) }))))

@@ -47,11 +47,11 @@ export const isOverdue = (sql: SqlClient.SqlClient, now: Date, alias = "t"): Fra
 }
 
 /**
- * Tasks' stored wire texts (`tasks.wire_text`, migration 0022) as one JSON array text, in the
- * order `orderBy` gives, as json_agg writes one: `texts` is the column under its alias.
+ * Tasks' stored wire texts (`tasks.wire_text`, migration 0022) as one compact JSON array
+ * text, in the order `orderBy` gives: `texts` is the column under its alias.
  */
 export const wireArray = (sql: SqlClient.SqlClient, texts: string, orderBy: string): Fragment =>
-  sql`'[' || COALESCE(string_agg(${sql.literal(texts)}, ', ' ORDER BY ${sql.literal(orderBy)}), '') || ']'`
+  sql`'[' || COALESCE(string_agg(${sql.literal(texts)}, ',' ORDER BY ${sql.literal(orderBy)}), '') || ']'`
 
 /** A project as the wire shows it (spec §2.2), for a project aliased `p`. */
 export const projectJson = (sql: SqlClient.SqlClient, now: Date): Fragment =>

@@ -2,7 +2,7 @@ import type * as SqlClient from "@effect/sql/SqlClient"
 import * as SqlSchema from "@effect/sql/SqlSchema"
 import type { Fragment } from "@effect/sql/Statement"
 import { Effect, Option, Schema } from "effect"
-import { CountRow, IdRow } from "../kernel/Columns.js"
+import { compactJson, CountRow, IdRow } from "../kernel/Columns.js"
 import { ProjectId, UserId } from "../kernel/Ids.js"
 import { Project } from "./Project.js"
 import { projectJson } from "../pipeline/WireSql.js"
@@ -117,7 +117,7 @@ export const privateProjectNames = (sql: SqlClient.SqlClient, ownerId: UserId, l
 
 /**
  * One page of the user's own projects for the export, by id after `after`, each as its wire
- * JSON text. A user has few projects, so the page is decoded like any other read.
+ * JSON text, compact (`compactJson`). A user has few projects, so the page is decoded like any other read.
  */
 export const exportPage = (sql: SqlClient.SqlClient, userId: UserId, after: number, limit: number, now: Date) =>
   SqlSchema.findAll({
@@ -126,7 +126,7 @@ export const exportPage = (sql: SqlClient.SqlClient, userId: UserId, after: numb
     execute: ({ after, limit, now, userId }) =>
       sql`SELECT p.id, ${projectJson(sql, now)}::text AS json
             FROM projects p WHERE p.owner_id = ${userId} AND p.id > ${after} ORDER BY p.id LIMIT ${limit}`
-  })({ userId, after, limit, now })
+  })({ userId, after, limit, now }).pipe(Effect.map((rows) => rows.map((row) => ({ id: row.id, json: compactJson(row.json) }))))
 
 /**
  * Whether the project `projectId` names (a column of the caller's row) is shared, looked up

@@ -2,7 +2,7 @@ import type * as SqlClient from "@effect/sql/SqlClient"
 import type { Fragment } from "@effect/sql/Statement"
 import { Effect, Schema } from "effect"
 import { INSIGHT_SIGNALS } from "../ai/AiAnswers.js"
-import { decodeOneBody, IsoText } from "../kernel/Columns.js"
+import { compactJson, decodeOneBody, IsoText } from "../kernel/Columns.js"
 import type { UserId } from "../kernel/Ids.js"
 import { type Page, pageOf } from "../kernel/QueryParams.js"
 import { Task, type TaskListQuery, Timestamp } from "./Task.js"
@@ -21,11 +21,11 @@ import { isNotQuota, isOpen, isQuota, wireArray } from "../pipeline/WireSql.js"
 /** The one row of a statement that renders its whole answer as JSON text (`…Json` reads). */
 
 /**
- * `{data: {tasks, count}}` for a page of stored wire texts, as the text json_build_object
- * wrote before; `tasks` is the page's array text (`wireArray`).
+ * `{data: {tasks, count}}` for a page of stored wire texts, compact (no spacing, as
+ * `JSON.stringify` writes); `tasks` is the page's array text (`wireArray`).
  */
 const pageBody = (sql: SqlClient.SqlClient, tasks: Fragment): Fragment =>
-  sql`'{"data" : {"tasks" : ' || ${tasks} || ', "count" : ' || count(*) || '}}'`
+  sql`'{"data":{"tasks":' || ${tasks} || ',"count":' || count(*) || '}}'`
 
 const filters = (sql: SqlClient.SqlClient, query: TaskListQuery, userId: UserId, now: Date): Array<Fragment> => {
   const out: Array<Fragment> = []
@@ -304,7 +304,7 @@ export const quotaListJson = (sql: SqlClient.SqlClient, userId: UserId, now: Dat
             'total', count(*)::int,
             'has_any', count(*) > 0))::text AS body FROM q`,
     decodeOneBody
-  )).pipe(Effect.map(([row]) => row.body))
+  )).pipe(Effect.map(([row]) => compactJson(row.body)))
 
 /** A task as the AI prompts list it. */
 export const TaskLine = Schema.Struct({

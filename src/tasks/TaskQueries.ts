@@ -25,8 +25,8 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
     const listJsonAt = (user: CurrentUserShape, query: TaskListQuery, now: Date) => taskPageJson(sql, user.id, query, now)
 
     /**
-     * `{data: Task}` as JSON text (the stored wire text in the envelope json_build_object
-     * wrote, without parsing it again), or 404 when the caller cannot see it.
+     * `{data: Task}` as JSON text (the stored wire text in a compact envelope, never parsed
+     * again), or 404 when the caller cannot see it.
      */
     const getJson = (user: CurrentUserShape, id: TaskId) =>
       Effect.flatMap(taskJson(sql, user.id, id), (body) => body === undefined ? Effect.fail(NotFound.of("Task")) : Effect.succeed(body))

@@ -47,12 +47,12 @@ export const overdueOf = (sql: SqlClient.SqlClient, userId: UserId, now: Date, a
 const decodeBodies = Schema.decodeUnknown(Schema.Array(BodyRow))
 
 /**
- * `{data: Task}` as JSON text (the stored wire text in the envelope json_build_object
- * wrote, without parsing it again); undefined when the user cannot see the task.
+ * `{data: Task}` as JSON text (the stored wire text in a compact envelope, never parsed
+ * again); undefined when the user cannot see the task.
  */
 export const taskJson = (sql: SqlClient.SqlClient, userId: UserId, id: TaskId) =>
   sql`
-        SELECT '{"data" : ' || t.wire_text || '}' AS body FROM tasks t
+        SELECT '{"data":' || t.wire_text || '}' AS body FROM tasks t
         WHERE t.id = ${id} AND ${visibleTo(sql, userId)}`.pipe(
     Effect.flatMap(decodeBodies),
     Effect.map((rows) => rows[0]?.body),
