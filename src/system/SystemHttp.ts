@@ -1,6 +1,5 @@
 import * as HttpApi from "@effect/platform/HttpApi"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
-import * as HttpApiScalar from "@effect/platform/HttpApiScalar"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as OpenApi from "@effect/platform/OpenApi"
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -115,6 +114,26 @@ const FRONT_PAGE = `<!doctype html>
 `
 
 /**
+ * Scalar's reference page for the served document. Its bundle (`@effect/platform`'s
+ * HttpApiScalar inlines it: ~3.4 MB of module source, ~13 MiB of heap once loaded and put in
+ * the page) is loaded on the first `GET /docs`, not at start: most instances never serve it.
+ * HttpApiScalar only offers a layer that registers a route, so that layer is built once on a
+ * router of its own, and each `GET /docs` is answered by that router (its page is one
+ * prebuilt response).
+ */
+const scalarReference = (api: HttpApi.Api["Type"]) =>
+  Effect.scoped(Effect.gen(function*() {
+    const HttpApiScalar = yield* Effect.promise(() => import("@effect/platform/HttpApiScalar"))
+    const built = yield* Layer.build(
+      HttpApiScalar.layer({ path: "/docs", scalar: { withDefaultFonts: false } }).pipe(
+        Layer.provideMerge(HttpApiBuilder.Router.Live),
+        Layer.provide(Layer.succeed(HttpApi.Api, api))
+      )
+    )
+    return yield* Effect.provide(HttpApiBuilder.Router.router, built)
+  }))
+
+/**
  * `GET /` and `GET /docs` (see `DOOR_ROUTES`) on the router the API is served from, so the
  * error envelope, request ids and metrics cover them, while no group's authentication does.
  * It takes the API from the layer that registers it (`ApiLive`).
@@ -122,14 +141,13 @@ const FRONT_PAGE = `<!doctype html>
  * CDN), showing the served document rather than HttpApi's raw one; its default fonts would
  * come from fonts.scalar.com, so the page uses the browser's.
  */
-export const DoorLive = Layer.mergeAll(
-  HttpApiBuilder.Router.use((router) => router.get("/", Effect.succeed(HttpServerResponse.html(FRONT_PAGE)))),
-  HttpApiScalar.layer({ path: "/docs", scalar: { withDefaultFonts: false } }).pipe(
-    // The API the server registered (`HttpApiBuilder.api`), with the served document as
-    // its OpenAPI rendering, so the reference shows what `/api/openapi` serves.
-    Layer.provide(Layer.effect(
-      HttpApi.Api,
-      Effect.map(HttpApi.Api, ({ api, context }) => ({ api: api.annotate(OpenApi.Transform, servedDocument), context }))
-    ))
-  )
+export const DoorLive = HttpApiBuilder.Router.use((router) =>
+  Effect.gen(function*() {
+    const { api, context } = yield* HttpApi.Api
+    // The API with the served document as its OpenAPI rendering, so the reference shows
+    // what `/api/openapi` serves.
+    const reference = yield* Effect.cached(scalarReference({ api: api.annotate(OpenApi.Transform, servedDocument), context }))
+    yield* router.get("/", Effect.succeed(HttpServerResponse.html(FRONT_PAGE)))
+    yield* router.get("/docs", Effect.orDie(Effect.flatten(reference)))
+  })
 )
