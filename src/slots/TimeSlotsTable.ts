@@ -38,6 +38,13 @@ const SLOT_SET_LOCK = 0x5107
 export const lockSlotSet = (sql: SqlClient.SqlClient, userId: UserId) =>
   sql`SELECT pg_advisory_xact_lock(${SLOT_SET_LOCK}::int, ${userId}::int)`.pipe(Effect.asVoid, Effect.orDie)
 
+/** `lockSlotSet` without waiting: whether the lock was free (and is now held). */
+export const tryLockSlotSet = (sql: SqlClient.SqlClient, userId: UserId) =>
+  sql<{ readonly taken: boolean }>`SELECT pg_try_advisory_xact_lock(${SLOT_SET_LOCK}::int, ${userId}::int) AS taken`.pipe(
+    Effect.map((rows) => rows[0]?.taken === true),
+    Effect.orDie
+  )
+
 /** A user's slots, read once the lock on their set is held (`lockSlotSet`). */
 export const lockedSlotsOf = (sql: SqlClient.SqlClient, userId: UserId) => Effect.zipRight(lockSlotSet(sql, userId), slotsOf(sql, userId))
 

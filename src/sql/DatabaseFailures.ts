@@ -1,4 +1,4 @@
-import { Cause, Duration, Effect, Option } from "effect"
+import { Cause, Data, Duration, Effect, Option } from "effect"
 import { isOutageFailure, isUnavailable } from "./PgGuard.js"
 
 /** A failure that means the database could not serve the request now: a 503, not a 500. */
@@ -43,8 +43,17 @@ export const databaseUnavailable = (cause: Cause.Cause<unknown>): Option.Option<
   return Option.none()
 }
 
-/** SQLSTATEs of a transaction PostgreSQL ended to let another go on: deadlock, serialization failure. */
-const CONFLICTS: ReadonlySet<unknown> = new Set(["40P01", "40001"])
+/**
+ * SQLSTATEs of a transaction ended to let another go on: deadlock, serialization failure, and
+ * a lock asked for without waiting that another transaction held (lock_not_available; only an
+ * undo or redo that must not wait asks so, see UndoService).
+ */
+const CONFLICTS: ReadonlySet<unknown> = new Set(["40P01", "40001", "55P03"])
+
+/** An advisory lock asked for without waiting was held by another transaction: lock_not_available. */
+export class RowsTaken extends Data.TaggedError("RowsTaken") {
+  readonly code = "55P03"
+}
 
 /**
  * Whether PostgreSQL ended the transaction for a conflict with another (nothing of it was

@@ -2,8 +2,9 @@ import { type Cause, Effect } from "effect"
 import { isTransactionConflict } from "./DatabaseFailures.js"
 
 /**
- * Transactions PostgreSQL ended to let another go on (`isTransactionConflict`: a deadlock or
- * a serialization failure) wrote nothing, and PostgreSQL's advice is to run them again. Two
+ * Transactions PostgreSQL ended to let another go on (`isTransactionConflict`: a deadlock, a
+ * serialization failure, or a lock an undo asked for without waiting) wrote nothing, and
+ * PostgreSQL's advice is to run them again. Two
  * writes of one user can lock the same rows in opposite orders (a redo locks its undo entry
  * and then the rows it restores; any write locks its rows and then purges the redo stack,
  * that entry included), and no lock order of ours could rule that out for every pair. A

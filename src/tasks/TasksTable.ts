@@ -208,9 +208,15 @@ export const lockWithInbox = (sql: SqlClient.SqlClient, projectId: number) =>
     decodeWithInbox
   ))
 
-/** Tasks locked in id order, the order every write that locks several takes them in. */
-export const lockTasksInOrder = (sql: SqlClient.SqlClient, ids: ReadonlyArray<number>) =>
-  ids.length === 0 ? Effect.void : sql`SELECT id FROM tasks WHERE id IN ${sql.in([...ids])} ORDER BY id FOR UPDATE`.pipe(
+/**
+ * Tasks locked in id order, the order every write that locks several takes them in. With
+ * "nowait" a task another transaction holds fails the statement (lock_not_available, a
+ * conflict the transaction is run again for) instead of waiting.
+ */
+export const lockTasksInOrder = (sql: SqlClient.SqlClient, ids: ReadonlyArray<number>, mode: "wait" | "nowait" = "wait") =>
+  ids.length === 0 ? Effect.void : sql`SELECT id FROM tasks WHERE id IN ${sql.in([...ids])} ORDER BY id FOR UPDATE ${
+    mode === "nowait" ? sql`NOWAIT` : sql``
+  }`.pipe(
     Effect.asVoid,
     Effect.orDie
   )

@@ -24,7 +24,8 @@ import {
 } from "../pipeline/Tables.js"
 import { TaskQueries } from "../tasks/TaskQueries.js"
 import { isVisibleTo, liveTasksIn, lockTasksInOrder, lockWithInbox } from "../tasks/TasksTable.js"
-import { lockSlotSet } from "../slots/TimeSlotsTable.js"
+import { lockSlotSet, tryLockSlotSet } from "../slots/TimeSlotsTable.js"
+import { RowsTaken } from "../sql/DatabaseFailures.js"
 import { endedQuotasAmong } from "../quotas/TaskRolloverSql.js"
 import { dropEntriesBefore, dropEntriesBeyond, entryCounts, lockNextEntry, markUndone, recentEntries, rowsOfNextEntry, tasksOfNextEntry, writersAfter } from "./UndoLog.js"
 import type { UserId } from "../kernel/Ids.js"
@@ -173,14 +174,21 @@ export class UndoService extends Effect.Service<UndoService>()("steady/UndoServi
 
     /**
      * Locks the rows of a change list in the order the forward writes take them: the user's
-     * slot set (`lockSlotSet`) and then tasks in id order. Returns what it locked.
+     * slot set (`lockSlotSet`) and then tasks in id order. Returns what it locked. With
+     * "nowait", a row another transaction holds ends this one as a conflict (`RowsTaken`, or
+     * PostgreSQL's lock_not_available), which is run again.
      */
-    const lockInWriteOrder = (userId: UserId, rows: ReadonlyArray<{ readonly table: string; readonly id: number }>) =>
+    const lockInWriteOrder = (
+      userId: UserId,
+      rows: ReadonlyArray<{ readonly table: string; readonly id: number }>,
+      mode: "wait" | "nowait" = "wait"
+    ) =>
       Effect.gen(function*() {
         const slots = rows.some((r) => r.table === "time_slots")
-        if (slots) yield* lockSlotSet(sql, userId)
+        if (slots && mode === "wait") yield* lockSlotSet(sql, userId)
+        if (slots && mode === "nowait" && !(yield* tryLockSlotSet(sql, userId))) yield* Effect.die(new RowsTaken())
         const tasks = [...new Set(rows.filter((r) => r.table === "tasks").map((r) => r.id))].sort((a, b) => a - b)
-        yield* lockTasksInOrder(sql, tasks)
+        yield* lockTasksInOrder(sql, tasks, mode)
         return { slots, tasks: new Set(tasks) }
       })
 
@@ -193,24 +201,29 @@ export class UndoService extends Effect.Service<UndoService>()("steady/UndoServi
      *
      * The rows are those of the next entry read a moment before. If other writes moved the
      * next entry meanwhile to one touching rows not locked, the savepoint is rolled back (its
-     * locks go with it) and the plan read again; after PLAN_TRIES the entry's rows are locked
-     * after it, and a deadlock left in that narrow case is run again (`TransactionConflicts`).
+     * locks go with it) and the next plan covers the rows of every entry seen so far: in a
+     * storm of writes to one set of rows the plan reaches that set in a try or two instead of
+     * chasing the newest entry. After PLAN_TRIES the entry is locked and then its rows without
+     * waiting: waiting for them while holding the entry is the deadlock above, so a row that is
+     * not free ends the transaction as a conflict and `TransactionConflicts` runs it again.
      */
     const lockNextWithItsRows = (userId: UserId, direction: Direction) =>
       Effect.gen(function*() {
+        const seen: Array<{ readonly table: string; readonly id: number }> = []
         for (let attempt = 1; attempt <= PLAN_TRIES; attempt++) {
           const locked = yield* sql.withTransaction(Effect.gen(function*() {
-            const held = yield* lockInWriteOrder(userId, yield* rowsOfNextEntry(sql, userId, direction))
+            const held = yield* lockInWriteOrder(userId, [...seen, ...yield* rowsOfNextEntry(sql, userId, direction)])
             const entry = yield* lockNextEntry(sql, userId, direction)
             const covered = entry === undefined || entry.changes.every((c) =>
               c.table === "time_slots" ? held.slots : c.table === "tasks" ? held.tasks.has(c.id) : true
             )
+            if (!covered) seen.push(...entry.changes.map(({ table, id }) => ({ table, id })))
             return covered ? { entry } : yield* Effect.fail(new NextEntryMoved())
           })).pipe(Effect.catchTag("NextEntryMoved", () => Effect.succeed(undefined)), Effect.orDie)
           if (locked !== undefined) return locked.entry
         }
         const entry = yield* lockNextEntry(sql, userId, direction)
-        if (entry !== undefined) yield* lockInWriteOrder(userId, entry.changes)
+        if (entry !== undefined) yield* lockInWriteOrder(userId, entry.changes, "nowait")
         return entry
       })
 
