@@ -52,6 +52,10 @@ describe("transactions ended for a conflict run again", () => {
     expect(await transaction("40001", 1)).toEqual({ attempts: 2, succeeded: true, stored: [2] })
   })
 
+  it("a lock asked for without waiting and refused (an undo's last resort) likewise", async () => {
+    expect(await transaction("55P03", 1)).toEqual({ attempts: 2, succeeded: true, stored: [2] })
+  })
+
   it("gives up after a bounded number of runs, writing nothing", async () => {
     expect(await transaction("40P01", 100)).toEqual({ attempts: 1 + CONFLICT_RETRIES, succeeded: false, stored: [] })
   })
@@ -166,6 +170,52 @@ describe.skipIf(databaseKind() !== "postgres")("a real deadlock with a concurren
       body: res.body
     })
     expect((await slotsAt(user, "00:00")).length).toBe(1)
+  })
+})
+
+/*
+ * An edit reads its task before its transaction and writes it only in the version it read
+ * (Mutations.readFirst). Another connection changes the task while the edit waits to write
+ * it: the edit must run again on the row as it now is, not write a diff and an undo entry
+ * made from the row it read first.
+ */
+describe.skipIf(databaseKind() !== "postgres")("an edit racing another write of its task", () => {
+  const fixture = serviceWithOtherConnection()
+
+  it("runs again on the row as the other write left it", async () => {
+    const user = await fixture.service.user("edit-race")
+    const created = await user.api.post("/api/tasks", { title: "Water the plants", priority: 1 })
+    const id = created.body.data.id as number
+    await fixture.other.query("BEGIN")
+    await fixture.other.query("UPDATE tasks SET priority = 3, title = 'Water the ferns' WHERE id = $1", [id])
+    const edit = user.api.patch(`/api/tasks/${id}`, { priority: 3 })
+    await waitingForLocks(fixture.other, 1)
+    await fixture.other.query("COMMIT")
+    const res = await edit
+    // The edit asked for what the row now holds: nothing changes, and nothing is undoable.
+    expect({ status: res.status, title: res.body.data.title, priority: res.body.data.priority, fields: res.body.data.fields_changed })
+      .toEqual({ status: 200, title: "Water the ferns", priority: 3, fields: [] })
+    expect(res.body.data.description).toBe("No changes to 'Water the ferns'")
+    expect((await user.api.get("/api/undo/status")).body.data.undoable_count).toBe(1)
+  })
+
+  it("an edit of another field keeps the other write and is taken back alone", async () => {
+    const user = await fixture.service.user("edit-race-2")
+    const id = (await user.api.post("/api/tasks", { title: "Call the bank", priority: 1 })).body.data.id as number
+    await fixture.other.query("BEGIN")
+    await fixture.other.query("UPDATE tasks SET priority = 2 WHERE id = $1", [id])
+    const edit = user.api.patch(`/api/tasks/${id}`, { priority: 4, title: "Call the bank today" })
+    await waitingForLocks(fixture.other, 1)
+    await fixture.other.query("COMMIT")
+    const res = await edit
+    expect({ status: res.status, priority: res.body.data.priority, title: res.body.data.title }).toEqual({
+      status: 200,
+      priority: 4,
+      title: "Call the bank today"
+    })
+    // Undo restores the row the edit found: the other write's priority, not the one read first.
+    expect((await user.api.post("/api/undo")).status).toBe(200)
+    expect((await user.api.get(`/api/tasks/${id}`)).body.data).toMatchObject({ priority: 2, title: "Call the bank" })
   })
 })
 

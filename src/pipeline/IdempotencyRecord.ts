@@ -1,9 +1,9 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
-import { SqlError } from "@effect/sql/SqlError"
 import type { Fragment } from "@effect/sql/Statement"
 import { Data } from "effect"
 import type { UserId } from "../kernel/Ids.js"
 import { IDEMPOTENCY_TTL_MS } from "./IdempotencyKey.js"
+import { pgFieldsOf } from "../sql/DatabaseFailures.js"
 
 /** A keyed request: whose key, and what the request was (method, path, body hashed). */
 export interface KeyedRequest {
@@ -65,10 +65,6 @@ const KEY_BUSY = "SK409"
 const UNIQUE_VIOLATION = "23505"
 const RECORDS_KEY = "idempotency_keys_pkey"
 
-const pgFieldsOf = (error: unknown): { readonly code?: unknown; readonly constraint?: unknown } | undefined => {
-  const cause = error instanceof SqlError ? error.cause : undefined
-  return typeof cause === "object" && cause !== null ? cause : undefined
-}
 
 export const isRefusal = (error: unknown): boolean => {
   const fields = pgFieldsOf(error)

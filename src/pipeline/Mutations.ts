@@ -1,6 +1,6 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { Fragment } from "@effect/sql/Statement"
-import { Effect, Option, Schema } from "effect"
+import { Data, Effect, Option, Schema } from "effect"
 import { decodeRowColumns, RowColumn, RowObject } from "../kernel/Columns.js"
 import { type JsonValue, type Row, sameValue } from "../kernel/Json.js"
 import { localDate } from "../kernel/LocalTime.js"
@@ -14,8 +14,9 @@ import { WebhookWakeup } from "../webhooks/WebhookWakeup.js"
 import { commitWithNextStatement } from "../sql/PgGuard.js"
 import { commitStatement, type Deferred } from "./CommitStatement.js"
 import { Pending, PendingId, PENDING_ROW_KEY, withWire } from "./Pending.js"
-import { type DayStats, type Insertion, type MutationOptions, type PendingInsert, type Resolved, type Runner, type Tx, type TxChange, type TxEvent, untyped, type UpdateOptions } from "./Tx.js"
+import { type DayStats, type Insertion, type MutationOptions, type PendingInsert, type ReadFirstRunner, type Resolved, type Runner, type Tx, type TxChange, type TxEvent, untyped, type UpdateOptions } from "./Tx.js"
 import { type KeyedAnswer, KeyRefused, isRefusal } from "./IdempotencyRecord.js"
+import { pgFieldsOf } from "../sql/DatabaseFailures.js"
 
 function resolved<A>(result: A, wire: string | null): Resolved<A>
 function resolved(result: unknown, wire: string | null): unknown {
@@ -28,8 +29,15 @@ function resolved(result: unknown, wire: string | null): unknown {
 interface RowOptions {
   readonly guard?: ReadonlyArray<string>
   readonly current?: TableRow
+  readonly seen?: string | undefined
   readonly alsoInsert?: Insertion
 }
+
+/** SQLSTATE of `steady_row_moved()`: a `readFirst` write's row changed after it was read. */
+const ROW_MOVED = "SK412"
+
+/** A `readFirst` mutation's row changed between its read and its commit; nothing was written. */
+class RowMoved extends Data.TaggedError("RowMoved") {}
 
 const placeholders = (table: TableSpec<TableRow>, values: Row, start: number) => {
   const columns = Object.keys(values)
@@ -213,9 +221,16 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
             // The compact text rendering: it is spliced into the frozen webhook bodies.
             if (table.wireText === undefined) throw new Error(`${table.name} has no wire rendering`)
             const wire = sql.literal(`${table.wireText}(${table.name})::text`)
-            const target = fields.length === 0
-              ? sql`target AS (SELECT ${wire} AS wire FROM ${sql.literal(table.name)} WHERE id = ${id})`
-              : sql`target AS (UPDATE ${sql.literal(table.name)} SET ${sql.csv(sets)} WHERE id = ${id} RETURNING ${wire} AS wire)`
+            // A row read before the transaction is written only in the version read; otherwise
+            // `target` fails the statement (`steady_row_moved`) wherever it is read first.
+            const { seen } = updateOptions
+            const where = seen === undefined ? sql`id = ${id}` : sql`id = ${id} AND xmin = ${seen}::xid`
+            const row = fields.length === 0
+              ? sql`SELECT ${wire} AS wire FROM ${sql.literal(table.name)} WHERE ${where}`
+              : sql`UPDATE ${sql.literal(table.name)} SET ${sql.csv(sets)} WHERE ${where} RETURNING ${wire} AS wire`
+            const target = seen === undefined
+              ? sql`target AS (${row})`
+              : sql`moved AS (${row}), target AS (SELECT COALESCE((SELECT wire FROM moved), steady_row_moved()) AS wire)`
             if (fields.length > 0) {
               recordChange(updateChange(table, id, current, before, after, updateOptions.guard))
             }
@@ -328,7 +343,8 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
         const transaction = yield* Effect.serviceOption(SqlClient.TransactionConnection)
         if (Option.isSome(transaction) && transaction.value[1] === 0) commitWithNextStatement(transaction.value[0])
         const written = yield* commitStatement(sql, input).pipe(
-          Effect.catchIf((error) => keyed !== undefined && isRefusal(error), () => Effect.fail(new KeyRefused()))
+          Effect.catchIf((error) => keyed !== undefined && isRefusal(error), () => Effect.fail(new KeyRefused())),
+          Effect.catchIf((error) => pgFieldsOf(error)?.code === ROW_MOVED, () => Effect.fail(new RowMoved()))
         )
         if (record !== undefined) record.keyed.recorded(written.wire === null ? record.body : withWire(record.body, written.wire))
         yield* wakeAfter(written)
@@ -343,9 +359,37 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
     const wakeAfter = (written: { readonly deliveries: number; readonly fed: boolean }) =>
       Effect.zipRight(written.deliveries > 0 ? wakeup.wake : Effect.void, written.fed ? changeWakeup.wake : Effect.void)
 
-    /** Only a keyed mutation's statement can be refused for its key. */
+    /**
+     * Only a keyed mutation's statement can be refused for its key, and only a `readFirst` one's
+     * row found moved.
+     */
     const unkeyed = <A, E, R>(options: MutationOptions, body: (tx: Tx) => Effect.Effect<A, E, R>) =>
-      Effect.catchIf(execute(options, body, undefined), (error): error is KeyRefused => error instanceof KeyRefused, Effect.die)
+      Effect.catchIf(
+        execute(options, body, undefined),
+        (error): error is KeyRefused | RowMoved => error instanceof KeyRefused || error instanceof RowMoved,
+        Effect.die
+      )
+
+    /**
+     * A single-row write whose row is read before its transaction (`read(false)`), so that the
+     * transaction is one message: BEGIN, the commit statement, COMMIT. Between a locking read
+     * and the commit the connection waited on this process's own work (the rules, the diff, the
+     * statement's text); the embedded database has one connection, which every other request
+     * waited for meanwhile. The UPDATE requires the version read (`UpdateOptions.seen`); when
+     * another write changed the row in between, nothing is written and the write runs again as
+     * before, the row locked first (`read(true)`), where it cannot move.
+     */
+    const readFirstWith = <X>(keyed: KeyedAnswer | undefined, refused: (error: KeyRefused) => Effect.Effect<never, X>): ReadFirstRunner<X> =>
+      (options, read, body) =>
+        Effect.flatMap(read(false), (row) => execute(options, (tx) => body(tx, row), keyed)).pipe(
+          Effect.catchIf(
+            (error): error is RowMoved => error instanceof RowMoved,
+            () => execute(options, (tx) => Effect.flatMap(read(true), (row) => body(tx, row)), keyed)
+          ),
+          Effect.catchIf((error): error is RowMoved => error instanceof RowMoved, Effect.die),
+          Effect.catchIf((error): error is KeyRefused => error instanceof KeyRefused, refused),
+          Effect.map(([result]) => result)
+        )
 
     const runWithUndoId = <A, E, R>(options: MutationOptions, body: (tx: Tx) => Effect.Effect<A, E, R>) => unkeyed(options, body)
 
@@ -359,12 +403,18 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
      * when the key already has a record or another transaction holds it.
      */
     const runKeyed = <A, E, R>(options: MutationOptions, keyed: KeyedAnswer, body: (tx: Tx) => Effect.Effect<A, E, R>) =>
-      Effect.map(execute(options, body, keyed), ([result]) => result)
+      Effect.map(
+        Effect.catchIf(execute(options, body, keyed), (error): error is RowMoved => error instanceof RowMoved, Effect.die),
+        ([result]) => result
+      )
 
     /** `runKeyed` with `keyed` given, as a `Runner`. */
     const keyed = (answer: KeyedAnswer): Runner<KeyRefused> => (options, body) => runKeyed(options, answer, body)
 
     const plain: Runner<never> = run
-    return { run: plain, runKeyed, keyed, runWithUndoId } as const
+    const readFirst: ReadFirstRunner<never> = readFirstWith(undefined, Effect.die)
+    /** `readFirst` under an Idempotency-Key (`keyed`). */
+    const readFirstKeyed = (answer: KeyedAnswer): ReadFirstRunner<KeyRefused> => readFirstWith(answer, Effect.fail)
+    return { run: plain, runKeyed, keyed, runWithUndoId, readFirst, readFirstKeyed } as const
   })
 }) {}

@@ -111,6 +111,18 @@ export type Runner<X> = <A, E, R>(
   body: (tx: Tx) => Effect.Effect<A, E, R>
 ) => Effect.Effect<Resolved<A>, E | X, R>
 
+/**
+ * A mutation of one row that reads the row before its transaction (`read(false)`, with its
+ * version) and, when another write changes it before the commit, runs again with the row
+ * read locked inside the transaction (`read(true)`). `body` passes the version it was given
+ * to `updateAtCommit` as `seen`.
+ */
+export type ReadFirstRunner<X> = <P, A, E1, E2, R1, R2>(
+  options: MutationOptions,
+  read: (lock: boolean) => Effect.Effect<P, E1, R1>,
+  body: (tx: Tx, row: P) => Effect.Effect<A, E2, R2>
+) => Effect.Effect<Resolved<A>, E1 | E2 | X, R1 | R2>
+
 /** A body's result as the mutation answers it: a `Pending` becomes the value the commit statement rendered. */
 export type Resolved<A> = A extends Pending<infer W> ? W : A
 
@@ -136,6 +148,12 @@ export interface UpdateOptions<R extends TableRow> {
    * diff needs no second read.
    */
   readonly current?: R
+  /**
+   * For `updateAtCommit` in a `readFirst` mutation: the version of `current` as read before
+   * the transaction. The UPDATE requires it, and the mutation is run again with the row locked
+   * when another write changed the row in between.
+   */
+  readonly seen?: string | undefined
   /**
    * A row to insert in the same statement (a CTE), e.g. the completion record of a done:
    * recorded after the update, as if inserted by `insert` right after it.

@@ -1,3 +1,4 @@
+import { SqlError } from "@effect/sql/SqlError"
 import { Cause, Data, Duration, Effect, Option } from "effect"
 import { isOutageFailure, isUnavailable } from "./PgGuard.js"
 
@@ -6,6 +7,12 @@ export interface Unavailable {
   readonly reason: string
   /** Met during an outage the database layer has already logged. */
   readonly logged: boolean
+}
+
+/** The fields of the PostgreSQL error a statement's SqlError wraps (`code`: its SQLSTATE). */
+export const pgFieldsOf = (error: unknown): { readonly code?: unknown; readonly constraint?: unknown } | undefined => {
+  const cause = error instanceof SqlError ? error.cause : undefined
+  return typeof cause === "object" && cause !== null ? cause : undefined
 }
 
 /** The error and its `cause` chain (a SqlError wraps pg's error). */

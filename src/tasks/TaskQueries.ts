@@ -8,7 +8,7 @@ import type { CurrentUserShape } from "../kernel/CurrentUser.js"
 import { now as clockNow } from "../kernel/ServiceClock.js"
 import { calendarFrom } from "../accounts/UserCalendar.js"
 import { inboxId, projectAccess as projectAccessOf, usableProject } from "../projects/ProjectsTable.js"
-import { lockOwned as lockOwnedRow, lockVisible as lockVisibleRow, lockWithCalendar, taskJson, taskWire } from "./TasksTable.js"
+import { lockOwned as lockOwnedRow, lockVisible as lockVisibleRow, lockWithCalendar, readWithCalendar, taskJson, taskWire } from "./TasksTable.js"
 import { countsOf, taskPageJson, trashPageJson } from "./TaskListSql.js"
 import type { ProjectId, TaskId, UserId } from "../kernel/Ids.js"
 
@@ -55,6 +55,18 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
           ? Effect.fail(NotFound.of("Task"))
           : Effect.succeed({ current: found.row, calendar: calendarFrom(found.calendar) }))
 
+    /**
+     * `lockForWrite` for a `readFirst` write: locked when `lock`, else read before the
+     * transaction with the row's version (undefined when locked: nothing to require).
+     */
+    const forWrite = (user: CurrentUserShape, id: TaskId, lock: boolean) =>
+      lock
+        ? Effect.map(lockForWrite(user, id), (found) => ({ ...found, version: undefined as string | undefined }))
+        : Effect.flatMap(readWithCalendar(sql, user.id, id), (found) =>
+          found === undefined
+            ? Effect.fail(NotFound.of("Task"))
+            : Effect.succeed({ current: found.row, calendar: calendarFrom(found.calendar), version: found.version as string | undefined }))
+
     /** GET /api/tasks/counts: the user's active tasks, overdue ones, and those due today locally. */
     const countsAt = (user: CurrentUserShape, now: Date) => {
       const dayStart = startOfLocalDay(now, user.timezone).toISOString()
@@ -84,6 +96,7 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
       lockVisible,
       lockOwned,
       lockForWrite,
+      forWrite,
       counts,
       trashJson,
       projectUsable,

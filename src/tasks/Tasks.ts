@@ -12,7 +12,7 @@ import type { CurrentUserShape } from "../kernel/CurrentUser.js"
 import { AiRateLimits } from "../ai/AiRateLimits.js"
 import { EnrichmentQueue } from "../ai/EnrichmentQueue.js"
 import { Mutations } from "../pipeline/Mutations.js"
-import { type Runner, type Tx } from "../pipeline/Tx.js"
+import { type ReadFirstRunner, type Runner, type Tx } from "../pipeline/Tx.js"
 import type { KeyedAnswer } from "../pipeline/IdempotencyRecord.js"
 import type { Pending } from "../pipeline/Pending.js"
 import { Quotas } from "../quotas/Quotas.js"
@@ -105,13 +105,13 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
     }
 
     /**
-     * The task is locked with its owner's calendar; the UPDATE goes out with the commit
+     * The task is read with its owner's calendar before the transaction (`readFirst`: locked
+     * and run again if another write changes it meanwhile); the UPDATE goes out with the commit
      * statement, and the task comes back from it as wire JSON.
      */
-    const updateWith = <X>(run: Runner<X>, user: CurrentUserShape, id: TaskId, patch: TaskPatch) =>
-      run({ user, action: "edit" }, (tx) =>
+    const updateWith = <X>(run: ReadFirstRunner<X>, user: CurrentUserShape, id: TaskId, patch: TaskPatch) =>
+      run({ user, action: "edit" }, (lock) => queries.forWrite(user, id, lock), (tx, { calendar, current, version }) =>
         Effect.gen(function*() {
-          const { calendar, current } = yield* queries.lockForWrite(user, id)
           if (patch.project_id !== undefined && patch.project_id !== current.project_id) {
             const refusal = projectRefusal(yield* queries.projectAccess(patch.project_id), user.id, current.user_id)
             if (refusal !== undefined) return yield* Effect.fail(ValidationError.field("project_id", refusal))
@@ -119,7 +119,7 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
           // Anchors and periods on the owner's calendar, whoever edits (README: whose calendar).
           const edits = yield* patchTaskRow(current, patch, { now: tx.now, zone: calendar.zone })
           const writes = { ...edits, ...(yield* periodWrites(Effect.succeed(calendar), current, { ...current, ...edits }, tx.now)) }
-          const written = yield* tx.updateAtCommit(TasksTable, id, writes, { current })
+          const written = yield* tx.updateAtCommit(TasksTable, id, writes, { current, seen: version })
           const fields = visibleFields(written.fields)
           const task = written.wire
           const title = "title" in writes ? writes.title : current.title
@@ -184,9 +184,9 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
     /** `create` under an Idempotency-Key: the answer is recorded with the key by the same statement. */
     const createKeyed = (user: CurrentUserShape, input: TaskCreate, keyed: KeyedAnswer) =>
       createWith(mutations.keyed(keyed), user, input)
-    const update = (user: CurrentUserShape, id: TaskId, patch: TaskPatch) => updateWith(mutations.run, user, id, patch)
+    const update = (user: CurrentUserShape, id: TaskId, patch: TaskPatch) => updateWith(mutations.readFirst, user, id, patch)
     const updateKeyed = (user: CurrentUserShape, id: TaskId, patch: TaskPatch, keyed: KeyedAnswer) =>
-      updateWith(mutations.keyed(keyed), user, id, patch)
+      updateWith(mutations.readFirstKeyed(keyed), user, id, patch)
 
     return { create, createKeyed, update, updateKeyed, trash, restore, reprocess } as const
   })

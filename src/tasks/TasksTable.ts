@@ -100,12 +100,35 @@ export const lockWithCalendar = (sql: SqlClient.SqlClient, userId: UserId, id: T
         WHERE t.id = ${id} AND ${visibleTo(sql, userId)} FOR UPDATE OF t`.pipe(
     Effect.flatMap(decodeLockedWithCalendar),
     Effect.orDie,
-    Effect.map((rows): { readonly row: TaskRow; readonly calendar: CalendarColumns } | undefined => {
-      const found = rows[0]
-      if (found === undefined) return undefined
-      return { row: decodeRow(TasksTable, found.row), calendar: { timezone: found.timezone, week_start: found.week_start } }
+    Effect.map((rows) => withCalendar(rows[0]))
+  )
+
+const decodeReadWithCalendar = Schema.decodeUnknown(
+  Schema.Array(Schema.Struct({ row: RowObject, version: Schema.String, ...CalendarColumns.fields }))
+)
+
+/**
+ * `lockWithCalendar` without the lock, for a write that reads before its transaction: with the
+ * version of the row it read (`xmin`, the transaction that wrote it), which its UPDATE then
+ * requires (`UpdateOptions.seen`).
+ */
+export const readWithCalendar = (sql: SqlClient.SqlClient, userId: UserId, id: TaskId) =>
+  sql`
+        SELECT ${sql.literal(taskRowJson)} AS row, t.xmin::text AS version, ${calendarColumns(sql, "u")}
+        FROM tasks t JOIN users u ON u.id = t.user_id
+        WHERE t.id = ${id} AND ${visibleTo(sql, userId)}`.pipe(
+    Effect.flatMap(decodeReadWithCalendar),
+    Effect.orDie,
+    Effect.map((rows) => {
+      const found = withCalendar(rows[0])
+      return found === undefined ? undefined : { ...found, version: rows[0]!.version }
     })
   )
+
+const withCalendar = (found: ({ readonly row: typeof RowObject.Type } & CalendarColumns) | undefined) =>
+  found === undefined
+    ? undefined
+    : { row: decodeRow(TasksTable, found.row), calendar: { timezone: found.timezone, week_start: found.week_start } }
 
 /** The visible rows among `ids`, locked, in id order. */
 export const lockVisibleAmong = (sql: SqlClient.SqlClient, userId: UserId, ids: ReadonlyArray<number>) =>

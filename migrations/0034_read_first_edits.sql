@@ -1,0 +1,5 @@
+-- Edits read their task before their transaction and write it only if it is still the version
+-- they read (issue 39: the embedded database's one connection was held from the lock, across
+-- the service's own work, to the commit). steady_row_moved (migrations/functions/) refuses a
+-- write whose row moved meanwhile; the service then runs the edit again with the row locked.
+-- This migration only marks the new definition's arrival (migrations/functions/README.md).
