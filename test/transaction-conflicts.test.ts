@@ -217,6 +217,26 @@ describe.skipIf(databaseKind() !== "postgres")("an edit racing another write of 
     expect((await user.api.post("/api/undo")).status).toBe(200)
     expect((await user.api.get(`/api/tasks/${id}`)).body.data).toMatchObject({ priority: 2, title: "Call the bank" })
   })
+
+  it("under an Idempotency-Key: run again, recorded once, then replayed", async () => {
+    const user = await fixture.service.user("edit-race-keyed")
+    const id = (await user.api.post("/api/tasks", { title: "Book the car", priority: 1 })).body.data.id as number
+    const headers = { "idempotency-key": "edit-race-keyed-1" }
+    await fixture.other.query("BEGIN")
+    await fixture.other.query("UPDATE tasks SET title = 'Book the car service' WHERE id = $1", [id])
+    const edit = user.api.request("PATCH", `/api/tasks/${id}`, { priority: 4 }, headers)
+    await waitingForLocks(fixture.other, 1)
+    await fixture.other.query("COMMIT")
+    const res = await edit
+    expect({ status: res.status, priority: res.body.data.priority, title: res.body.data.title, fields: res.body.data.fields_changed })
+      .toEqual({ status: 200, priority: 4, title: "Book the car service", fields: ["priority"] })
+    const again = await user.api.request("PATCH", `/api/tasks/${id}`, { priority: 4 }, headers)
+    expect({ status: again.status, replayed: again.headers.get("idempotent-replayed"), body: again.body }).toEqual({
+      status: 200,
+      replayed: "true",
+      body: res.body
+    })
+  })
 })
 
 describe("a write still in conflict after its runs", () => {
