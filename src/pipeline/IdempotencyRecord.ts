@@ -65,7 +65,6 @@ const KEY_BUSY = "SK409"
 const UNIQUE_VIOLATION = "23505"
 const RECORDS_KEY = "idempotency_keys_pkey"
 
-
 export const isRefusal = (error: unknown): boolean => {
   const fields = pgFieldsOf(error)
   if (fields === undefined) return false

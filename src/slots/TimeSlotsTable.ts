@@ -40,10 +40,13 @@ export const lockSlotSet = (sql: SqlClient.SqlClient, userId: UserId) =>
 
 /** `lockSlotSet` without waiting: whether the lock was free (and is now held). */
 export const tryLockSlotSet = (sql: SqlClient.SqlClient, userId: UserId) =>
-  sql<{ readonly taken: boolean }>`SELECT pg_try_advisory_xact_lock(${SLOT_SET_LOCK}::int, ${userId}::int) AS taken`.pipe(
-    Effect.map((rows) => rows[0]?.taken === true),
+  sql`SELECT pg_try_advisory_xact_lock(${SLOT_SET_LOCK}::int, ${userId}::int) AS taken`.pipe(
+    Effect.flatMap(decodeTaken),
+    Effect.map(([row]) => row.taken),
     Effect.orDie
   )
+
+const decodeTaken = Schema.decodeUnknown(Schema.Tuple(Schema.Struct({ taken: Schema.Boolean })))
 
 /** A user's slots, read once the lock on their set is held (`lockSlotSet`). */
 export const lockedSlotsOf = (sql: SqlClient.SqlClient, userId: UserId) => Effect.zipRight(lockSlotSet(sql, userId), slotsOf(sql, userId))

@@ -8,7 +8,7 @@ import type { CurrentUserShape } from "../kernel/CurrentUser.js"
 import { now as clockNow } from "../kernel/ServiceClock.js"
 import { calendarFrom } from "../accounts/UserCalendar.js"
 import { inboxId, projectAccess as projectAccessOf, usableProject } from "../projects/ProjectsTable.js"
-import { lockOwned as lockOwnedRow, lockVisible as lockVisibleRow, lockWithCalendar, readWithCalendar, taskJson, taskWire } from "./TasksTable.js"
+import { lockOwned as lockOwnedRow, lockVisible as lockVisibleRow, taskJson, taskWire, taskWithCalendar } from "./TasksTable.js"
 import { countsOf, taskPageJson, trashPageJson } from "./TaskListSql.js"
 import type { ProjectId, TaskId, UserId } from "../kernel/Ids.js"
 
@@ -46,26 +46,19 @@ export class TaskQueries extends Effect.Service<TaskQueries>()("steady/TaskQueri
       Effect.flatMap(lockOwnedRow(sql, user.id, id), (row) => row === undefined ? Effect.fail(NotFound.of("Task")) : Effect.succeed(row))
 
     /**
-     * `lockVisible`, with the owner's calendar (zone, week start) read in the same statement:
-     * a write's anchors and periods are on the owner's calendar, whoever acts on the task.
-     */
-    const lockForWrite = (user: CurrentUserShape, id: TaskId) =>
-      Effect.flatMap(lockWithCalendar(sql, user.id, id), (found) =>
-        found === undefined
-          ? Effect.fail(NotFound.of("Task"))
-          : Effect.succeed({ current: found.row, calendar: calendarFrom(found.calendar) }))
-
-    /**
-     * `lockForWrite` for a `readFirst` write: locked when `lock`, else read before the
-     * transaction with the row's version (undefined when locked: nothing to require).
+     * A task the caller can see with its owner's calendar (zone, week start), read in the same
+     * statement: a write's anchors and periods are on the owner's calendar, whoever acts on the
+     * task; 404 otherwise. Locked when `lock`; else read before a `readFirst` write's
+     * transaction with the row's version, which the write then requires (none when locked).
      */
     const forWrite = (user: CurrentUserShape, id: TaskId, lock: boolean) =>
-      lock
-        ? Effect.map(lockForWrite(user, id), (found) => ({ ...found, version: undefined as string | undefined }))
-        : Effect.flatMap(readWithCalendar(sql, user.id, id), (found) =>
-          found === undefined
-            ? Effect.fail(NotFound.of("Task"))
-            : Effect.succeed({ current: found.row, calendar: calendarFrom(found.calendar), version: found.version as string | undefined }))
+      Effect.flatMap(taskWithCalendar(sql, user.id, id, lock), (found) =>
+        found === undefined
+          ? Effect.fail(NotFound.of("Task"))
+          : Effect.succeed({ current: found.row, calendar: calendarFrom(found.calendar), version: lock ? undefined : found.version }))
+
+    /** `forWrite`, locked. */
+    const lockForWrite = (user: CurrentUserShape, id: TaskId) => forWrite(user, id, true)
 
     /** GET /api/tasks/counts: the user's active tasks, overdue ones, and those due today locally. */
     const countsAt = (user: CurrentUserShape, now: Date) => {

@@ -87,48 +87,36 @@ export const lockOwned = (sql: SqlClient.SqlClient, userId: UserId, id: TaskId) 
     Effect.map((rows) => rows[0] === undefined ? undefined : decodeRow(TasksTable, rows[0].row))
   )
 
-const decodeLockedWithCalendar = Schema.decodeUnknown(Schema.Array(Schema.Struct({ row: RowObject, ...CalendarColumns.fields })))
-
-/**
- * `lockVisible`, with the owner's calendar columns read in the same statement: a write's
- * anchors and periods are on the owner's calendar, whoever acts on the task.
- */
-export const lockWithCalendar = (sql: SqlClient.SqlClient, userId: UserId, id: TaskId) =>
-  sql`
-        SELECT ${sql.literal(taskRowJson)} AS row, ${calendarColumns(sql, "u")}
-        FROM tasks t JOIN users u ON u.id = t.user_id
-        WHERE t.id = ${id} AND ${visibleTo(sql, userId)} FOR UPDATE OF t`.pipe(
-    Effect.flatMap(decodeLockedWithCalendar),
-    Effect.orDie,
-    Effect.map((rows) => withCalendar(rows[0]))
-  )
-
-const decodeReadWithCalendar = Schema.decodeUnknown(
+const decodeWithCalendar = Schema.decodeUnknown(
   Schema.Array(Schema.Struct({ row: RowObject, version: Schema.String, ...CalendarColumns.fields }))
 )
 
 /**
- * `lockWithCalendar` without the lock, for a write that reads before its transaction: with the
- * version of the row it read (`xmin`, the transaction that wrote it), which its UPDATE then
- * requires (`UpdateOptions.seen`).
+ * A task the user can see with its owner's calendar columns, in one statement (a write's
+ * anchors and periods are on the owner's calendar, whoever acts on the task), and the version
+ * of the row read (`xmin`, the transaction that wrote it). Locked with `lock`; without, for a
+ * write that reads before its transaction and whose UPDATE then requires that version
+ * (`UpdateOptions.seen`).
  */
-export const readWithCalendar = (sql: SqlClient.SqlClient, userId: UserId, id: TaskId) =>
+export const taskWithCalendar = (sql: SqlClient.SqlClient, userId: UserId, id: TaskId, lock: boolean) =>
   sql`
         SELECT ${sql.literal(taskRowJson)} AS row, t.xmin::text AS version, ${calendarColumns(sql, "u")}
         FROM tasks t JOIN users u ON u.id = t.user_id
-        WHERE t.id = ${id} AND ${visibleTo(sql, userId)}`.pipe(
-    Effect.flatMap(decodeReadWithCalendar),
+        WHERE t.id = ${id} AND ${visibleTo(sql, userId)} ${lock ? sql`FOR UPDATE OF t` : sql``}`.pipe(
+    Effect.flatMap(decodeWithCalendar),
     Effect.orDie,
-    Effect.map((rows) => {
-      const found = withCalendar(rows[0])
-      return found === undefined ? undefined : { ...found, version: rows[0]!.version }
-    })
+    Effect.map(([found]) =>
+      found === undefined ? undefined : {
+        row: decodeRow(TasksTable, found.row),
+        calendar: { timezone: found.timezone, week_start: found.week_start },
+        version: found.version
+      }
+    )
   )
 
-const withCalendar = (found: ({ readonly row: typeof RowObject.Type } & CalendarColumns) | undefined) =>
-  found === undefined
-    ? undefined
-    : { row: decodeRow(TasksTable, found.row), calendar: { timezone: found.timezone, week_start: found.week_start } }
+/** `lockVisible`, with the owner's calendar columns (`taskWithCalendar`, locked). */
+export const lockWithCalendar = (sql: SqlClient.SqlClient, userId: UserId, id: TaskId) =>
+  Effect.map(taskWithCalendar(sql, userId, id, true), (found) => found && { row: found.row, calendar: found.calendar })
 
 /** The visible rows among `ids`, locked, in id order. */
 export const lockVisibleAmong = (sql: SqlClient.SqlClient, userId: UserId, ids: ReadonlyArray<number>) =>

@@ -186,7 +186,7 @@ export class UndoService extends Effect.Service<UndoService>()("steady/UndoServi
       Effect.gen(function*() {
         const slots = rows.some((r) => r.table === "time_slots")
         if (slots && mode === "wait") yield* lockSlotSet(sql, userId)
-        if (slots && mode === "nowait" && !(yield* tryLockSlotSet(sql, userId))) yield* Effect.die(new RowsTaken())
+        else if (slots && !(yield* tryLockSlotSet(sql, userId))) yield* Effect.die(new RowsTaken())
         const tasks = [...new Set(rows.filter((r) => r.table === "tasks").map((r) => r.id))].sort((a, b) => a - b)
         yield* lockTasksInOrder(sql, tasks, mode)
         return { slots, tasks: new Set(tasks) }
