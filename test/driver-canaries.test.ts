@@ -521,6 +521,22 @@ describe("@electric-sql/pglite", () => {
     ).toEqual({ failure: "42703", created: "canary_after_error" })
   })
 
+  it("execProtocolRawStream hands the answer's bytes to onRawData unparsed, an error's included, without throwing", async () => {
+    await send([S.parse({ name: "canary_3", text: "SELECT $1::int AS n", types: [] }), S.sync()])
+    const chunks: Array<Uint8Array> = []
+    await db.execProtocolRawStream(
+      join([S.bind({ statement: "canary_3", values: ["7"] }), S.execute({}), S.sync(), S.query("SELECT no_such_column")]),
+      { syncToFs: false, onRawData: (chunk) => void chunks.push(chunk.slice()) }
+    )
+    const bytes = Buffer.concat(chunks)
+    const types: Array<string> = []
+    for (let at = 0; at < bytes.length; at += 1 + bytes.readInt32BE(at + 1)) types.push(String.fromCharCode(bytes[at]!))
+    expect(
+      types,
+      canary("@electric-sql/pglite", "PGlite#execProtocolRawStream and onRawData", "PgliteWorkerThread hands a named statement's answer to the main thread unparsed (BackendMessages reads it)")
+    ).toEqual(["2", "D", "C", "Z", "E", "Z"])
+  })
+
   it("runExclusive runs a function alone and answers its result", async () => {
     expect(
       await db.runExclusive(async () => 42),

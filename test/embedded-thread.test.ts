@@ -124,4 +124,68 @@ describe("the embedded database on its own thread", () => {
     }))
     expect(outcome).toEqual({ failed: true, ids: [1, 20, 30, 31] })
   })
+
+  it("a prepared statement's rows are read on the main thread as a server's: pg's parsers, UTF-8, nulls, row modes", async () => {
+    const values = await run(Effect.flatMap(SqlClient.SqlClient, (sql) =>
+      sql`SELECT ${5}::int8 AS big, ${"2026-03-29T01:30:00.000Z"}::timestamptz AS at, ${'{"a":[1,"ü"]}'}::jsonb AS doc,
+        ${true}::bool AS yes, NULL::text AS nothing, ARRAY[${1}::int, 2] AS list, ${"Grüße 🌍"}::text AS words,
+        ${2}::int + 1 AS n`))
+    expect(values).toEqual([{
+      // As pg answers on a server: int8 as text, timestamptz as a Date, jsonb parsed.
+      big: "5",
+      at: new Date("2026-03-29T01:30:00.000Z"),
+      doc: { a: [1, "ü"] },
+      yes: true,
+      nothing: null,
+      list: [1, 2],
+      words: "Grüße 🌍",
+      n: 3
+    }])
+    const arrays = await run(Effect.flatMap(SqlClient.SqlClient, (sql) =>
+      sql`SELECT g AS i, ${"x"}::text || g AS label FROM generate_series(1, 3) AS g`.values))
+    expect(arrays).toEqual([[1, "x1"], [2, "x2"], [3, "x3"]])
+  })
+
+  it("a prepared statement's failure carries PostgreSQL's fields, and a write counts its rows", async () => {
+    await run(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`CREATE TABLE named_dup (id int PRIMARY KEY, note text)`))
+    const inserted = await run(Effect.flatMap(SqlClient.SqlClient, (sql) =>
+      sql`INSERT INTO named_dup SELECT g, ${"n"} FROM generate_series(1, 4) AS g`.raw))
+    expect(inserted).toMatchObject({ affectedRows: 4 })
+    const exit = await runtime.runPromiseExit(Effect.flatMap(SqlClient.SqlClient, (sql) =>
+      sql`INSERT INTO named_dup VALUES (${2}, ${"again"})`))
+    const error = Exit.isFailure(exit) && exit.cause._tag === "Fail" ? exit.cause.error : undefined
+    expect(error?._tag).toBe("SqlError")
+    expect(error?.cause).toMatchObject({
+      code: "23505",
+      constraint: "named_dup_pkey",
+      table: "named_dup",
+      detail: "Key (id)=(2) already exists.",
+      message: "duplicate key value violates unique constraint \"named_dup_pkey\""
+    })
+  })
+
+  it("a statement dropped from a full cache while a run of it is still on its way answers with its rows", async () => {
+    // Room for two prepared statements. `known` is prepared and its fields are known on this
+    // side; a run of it goes out, then two new texts, the second of which evicts it: its
+    // DEALLOCATE goes with that request while the answer to `known`'s run is still to come.
+    const small = ManagedRuntime.make(layerPglite(undefined, 2).pipe(Layer.orDie))
+    try {
+      const rounds = await small.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) => {
+        const value = (text: string, v: number) =>
+          Effect.map(sql.unsafe<{ v: number }>(text, [v]), (rows) => rows[0]!.v)
+        return Effect.forEach(Array.from({ length: 5 }, (_, round) => round), (round) => {
+          const known = `SELECT $1::int + ${round * 1000} AS v`
+          return Effect.zipRight(
+            value(known, 1),
+            Effect.all([value(known, 2), value(`SELECT $1::int - ${round} AS v`, 3), value(`SELECT $1::int * ${round + 1} AS v`, 4)], {
+              concurrency: "unbounded"
+            })
+          )
+        })
+      }))
+      expect(rounds).toEqual(Array.from({ length: 5 }, (_, round) => [2 + round * 1000, 3 - round, 4 * (round + 1)]))
+    } finally {
+      await small.dispose()
+    }
+  }, 120_000)
 })

@@ -1,6 +1,7 @@
 import { createRequire } from "node:module"
 import { pathToFileURL } from "node:url"
 import { Worker } from "node:worker_threads"
+import { type Field, parsersOf, readAnswer } from "./BackendMessages.js"
 
 /**
  * PGlite on a worker thread of its own, so SQL runs on one core while the event loop serves
@@ -38,14 +39,24 @@ export type Request =
     readonly name?: string | undefined
     /** Prepared statements to drop first (evicted or renewed by the main thread's cache). */
     readonly close?: ReadonlyArray<string> | undefined
+    /** Send the named statement's fields with its answer (this side does not know them). */
+    readonly describe?: boolean | undefined
   }
   | { readonly op: "exec"; readonly text: string }
   | { readonly op: "close" }
+
+/** A named statement's answer: PostgreSQL's messages as they came, read on this side. */
+export interface RawResult {
+  readonly raw: Uint8Array<ArrayBuffer>
+  /** The statement's fields, when it was described for this answer or asked for. */
+  readonly fields: ReadonlyArray<Field> | undefined
+}
 
 export type Reply =
   | { readonly type: "ready" }
   | { readonly type: "failed"; readonly error: Record<string, unknown> }
   | { readonly id: number; readonly ok: true; readonly result: WorkerResult }
+  | { readonly id: number; readonly ok: true; readonly raw: Uint8Array; readonly fields: ReadonlyArray<Field> | undefined }
   | { readonly id: number; readonly ok: false; readonly error: Record<string, unknown> }
 
 export interface WorkerData {
@@ -117,7 +128,11 @@ export const startPgliteWorker = (
 ): Promise<PgliteWorker> =>
   new Promise((resolve, reject) => {
     const worker = startWorker({ dataDir, settings: embeddedSettings(memory) })
-    const pending = new Map<number, (error: Error | undefined, result: WorkerResult | undefined) => void>()
+    type Done = (error: Error | undefined, result: WorkerResult | undefined) => void
+    /** A request waiting for its answer; `done` is dropped when its caller stops waiting. */
+    const pending = new Map<number, { done: Done | undefined; readonly request: Request }>()
+    /** Each named statement's fields and their parsers, from the answer that described it. */
+    const statements = new Map<string, { readonly fields: ReadonlyArray<Field>; readonly parsers: ReturnType<typeof parsersOf> }>()
     let nextId = 1
     let ready = false
     let gone: Error | undefined
@@ -129,7 +144,7 @@ export const startPgliteWorker = (
         reject(error)
         void worker.terminate()
       }
-      for (const done of pending.values()) done(gone, undefined)
+      for (const { done } of pending.values()) done?.(gone, undefined)
       pending.clear()
     }
     worker.on("error", fail)
@@ -144,11 +159,29 @@ export const startPgliteWorker = (
         }
         return
       }
-      const done = pending.get(reply.id)
-      if (done === undefined) return
+      const waiting = pending.get(reply.id)
+      if (waiting === undefined) return
       pending.delete(reply.id)
-      if (reply.ok) done(undefined, reply.result)
-      else done(revive(reply.error), undefined)
+      const { done, request } = waiting
+      // What the answer tells of named statements counts even when nobody waits for it any more.
+      if (request.op === "query") {
+        // The thread dropped these before running this request, and every request sent before
+        // it (which may still have used them) has answered by now: answers come in order.
+        for (const name of request.close ?? []) statements.delete(name)
+        if (reply.ok && "raw" in reply && reply.fields !== undefined && request.name !== undefined) {
+          statements.set(request.name, { fields: reply.fields, parsers: parsersOf(reply.fields) })
+        }
+      }
+      if (done === undefined) return
+      if (!reply.ok) return done(revive(reply.error), undefined)
+      if ("result" in reply) return done(undefined, reply.result)
+      const statement = request.op === "query" && request.name !== undefined ? statements.get(request.name) : undefined
+      if (statement === undefined || request.op !== "query") {
+        return done(new Error("An embedded statement answered without its fields"), undefined)
+      }
+      const answer = readAnswer(reply.raw, statement.fields, statement.parsers, request.rowMode)
+      if ("error" in answer) return done(revive(answer.error), undefined)
+      done(undefined, { rows: answer.rows, fields: statement.fields, affectedRows: answer.affectedRows })
     })
 
     const send: PgliteWorker["send"] = (request, done) => {
@@ -157,6 +190,11 @@ export const startPgliteWorker = (
         return () => {}
       }
       const id = nextId++
+      // A statement whose fields this side has not had yet (its first run, or that run's answer
+      // is still on its way) asks for them.
+      if (request.op === "query" && request.name !== undefined && !statements.has(request.name)) {
+        request = { ...request, describe: true }
+      }
       try {
         worker.postMessage({ ...request, id })
       } catch (error) {
@@ -164,9 +202,10 @@ export const startPgliteWorker = (
         done(error instanceof Error ? error : new Error(String(error)), undefined)
         return () => {}
       }
-      pending.set(id, done)
+      const waiting = { done: done as Done | undefined, request }
+      pending.set(id, waiting)
       return () => {
-        pending.delete(id)
+        waiting.done = undefined
       }
     }
 

@@ -1,6 +1,6 @@
 import type { PGlite, protocol as Protocol, Results } from "@electric-sql/pglite"
 import { parentPort, workerData } from "node:worker_threads"
-import type { Reply, Request, WorkerData, WorkerResult } from "./PgliteWorker.js"
+import type { RawResult, Reply, Request, WorkerData, WorkerResult } from "./PgliteWorker.js"
 
 /**
  * The embedded database's thread (started by `PgliteWorker.startPgliteWorker`, never imported
@@ -16,8 +16,6 @@ type BackendMessage = Awaited<ReturnType<PGlite["execProtocolStream"]>>[number]
 type Messages = Wire["messages"]
 type ParameterDescription = InstanceType<Messages["ParameterDescriptionMessage"]>
 type RowDescription = InstanceType<Messages["RowDescriptionMessage"]>
-type DataRow = InstanceType<Messages["DataRowMessage"]>
-type CommandComplete = InstanceType<Messages["CommandCompleteMessage"]>
 type Message = Request & { readonly id: number }
 type QueryMessage = Extract<Message, { readonly op: "query" }>
 
@@ -69,7 +67,7 @@ const pipelined = (db: PGlite, message: QueryMessage): Promise<WorkerResult> => 
 // Bind, Execute and Sync. Planning was most of the cost of a write's commit statement here
 // (measured on a create: 3.8 ms a statement unnamed, 1.1 ms prepared).
 const described = new Map<string, Described>()
-const join = (parts: ReadonlyArray<Uint8Array>): Uint8Array => {
+const join = (parts: ReadonlyArray<Uint8Array>): Uint8Array<ArrayBuffer> => {
   const out = new Uint8Array(parts.reduce((n, part) => n + part.length, 0))
   let at = 0
   for (const part of parts) {
@@ -87,11 +85,19 @@ const send = (db: PGlite, parts: ReadonlyArray<Uint8Array>) => db.execProtocolSt
 const first = <M>(messages: ReadonlyArray<BackendMessage>, name: BackendMessage["name"]): M | undefined =>
   messages.find((m) => m.name === name) as M | undefined
 
-const AFFECTING = new Set(["INSERT", "UPDATE", "DELETE", "COPY", "MERGE"])
+/**
+ * The statement's answer as PGlite wrote it, unparsed: the main thread reads it
+ * (`BackendMessages.readAnswer`), with the statement's fields, which go along when this call
+ * described it or the main thread asks for them (`describe`).
+ */
+const rawOf = (db: PGlite, parts: ReadonlyArray<Uint8Array>): Promise<Uint8Array<ArrayBuffer>> => {
+  const chunks: Array<Uint8Array<ArrayBuffer>> = []
+  // The chunk is a view into PGlite's memory, overwritten by the next one: copied.
+  return db.execProtocolRawStream(join(parts), { syncToFs: false, onRawData: (chunk) => void chunks.push(chunk.slice()) })
+    .then(() => chunks.length === 1 ? chunks[0]! : join(chunks))
+}
 
-// The rows are parsed as PGlite's query() parses them, from the statement's own messages
-// only (BEGIN and COMMIT sent in the same call answer too).
-const named = (db: PGlite, S: Serialize, message: QueryMessage, name: string): Promise<WorkerResult> =>
+const named = (db: PGlite, S: Serialize, message: QueryMessage, name: string): Promise<RawResult> =>
   db.runExclusive(async () => {
     const parts: Array<Uint8Array> = []
     for (const closed of message.close ?? []) {
@@ -101,6 +107,7 @@ const named = (db: PGlite, S: Serialize, message: QueryMessage, name: string): P
     if (parts.length > 0) parts.push(S.sync())
     if (message.before !== undefined && message.before.length > 0) parts.push(S.query(message.before.join("; ")))
     let statement = described.get(name)
+    const describing = statement === undefined
     if (statement === undefined) {
       parts.push(S.parse({ name, text: message.text, types: [] }), S.describe({ type: "S", name }), S.sync())
       let messages: ReadonlyArray<BackendMessage>
@@ -127,30 +134,8 @@ const named = (db: PGlite, S: Serialize, message: QueryMessage, name: string): P
     })
     parts.push(S.bind({ statement: name, values }), S.execute({}), S.sync())
     if (message.commit) parts.push(S.query("COMMIT"))
-    const messages = await send(db, parts)
-    const parse = (value: string | null, i: number): unknown => {
-      if (value === null) return null
-      const parser: ((x: string, typeId?: number) => unknown) | undefined = db.parsers[fields[i]!.dataTypeID]
-      return parser ? parser(value, fields[i]!.dataTypeID) : value
-    }
-    const rows: Array<unknown> = []
-    let affectedRows = 0
-    for (let i = messages.findIndex((m) => m.name === "bindComplete") + 1; i < messages.length; i++) {
-      const m = messages[i]!
-      if (m.name === "readyForQuery") break
-      if (m.name === "dataRow") {
-        const row = (m as DataRow).fields
-        rows.push(
-          message.rowMode === "array"
-            ? row.map(parse)
-            : Object.fromEntries(row.map((value, j) => [fields[j]!.name, parse(value, j)]))
-        )
-      } else if (m.name === "commandComplete") {
-        const words = (m as CommandComplete).text.split(" ")
-        if (AFFECTING.has(words[0]!)) affectedRows += parseInt(words[words.length - 1]!, 10)
-      }
-    }
-    return { rows, fields, affectedRows }
+    const raw = await rawOf(db, parts)
+    return { raw, fields: describing || message.describe === true ? fields : undefined }
   })
 
 // Requests run one after another in the order they arrived. PGlite's own methods do not
@@ -165,7 +150,7 @@ const inOrder = <A>(run: () => Promise<A>): Promise<A> => {
 
 const serve = (port: NonNullable<typeof parentPort>, db: PGlite, S: Serialize) => (message: Message) => {
   const { id } = message
-  const pending = inOrder(() =>
+  const pending = inOrder<WorkerResult | RawResult>(() =>
     message.op === "close"
       ? db.close().then(() => answer(undefined))
       // Multi-statement scripts answer with the last statement's rows.
@@ -176,7 +161,11 @@ const serve = (port: NonNullable<typeof parentPort>, db: PGlite, S: Serialize) =
       : pipelined(db, message)
   )
   pending.then(
-    (result) => port.postMessage({ id, ok: true, result } satisfies Reply),
+    (result) =>
+      "raw" in result
+        // Handed over, not copied: the buffer is this answer's alone.
+        ? port.postMessage({ id, ok: true, raw: result.raw, fields: result.fields } satisfies Reply, [result.raw.buffer])
+        : port.postMessage({ id, ok: true, result } satisfies Reply),
     (error) => port.postMessage({ id, ok: false, error: plain(error) } satisfies Reply)
   )
 }
