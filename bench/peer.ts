@@ -596,7 +596,15 @@ const report = (sides: ReadonlyArray<Side>, seeded: ReadonlyMap<SideKey, Seeded>
     ]
   })
   lines.push(...markdown(["Scenario", ...sides.map((s) => s.label), ...ratioHeader], rows))
-  lines.push("", "Latency (median p50 / median p99 over the rounds, ms), CPU ms per request (service; + PostgreSQL backends), req/s of each round:", "")
+  lines.push(
+    "",
+    "Latency (median p50 / median p99 over the rounds, ms, and p99 over p50), CPU ms per request (service; + PostgreSQL backends), req/s of each round:",
+    ""
+  )
+  // Sub-millisecond answers (the c=1 rows) keep two decimals: the ratio means something there too.
+  const msText = (ms: number) => ms.toFixed(ms < 10 ? 2 : 1)
+  const latencyCell = (p50: number, p99: number) =>
+    `${msText(p50)} / ${msText(p99)}${p50 > 0 ? ` (${(p99 / p50).toFixed(1)}×)` : ""}`
   const latency = ROWS.flatMap((row) =>
     sides.map((s) => {
       const list = of(row.key, s.key)
@@ -607,7 +615,7 @@ const report = (sides: ReadonlyArray<Side>, seeded: ReadonlyMap<SideKey, Seeded>
       return [
         row.label,
         s.label,
-        `${median(list.map((m) => m.result.p50)).toFixed(1)} / ${median(list.map((m) => m.result.p99)).toFixed(1)}`,
+        latencyCell(median(list.map((m) => m.result.p50)), median(list.map((m) => m.result.p99))),
         cpu === undefined ? "-" : db === undefined ? cpu.toFixed(2) : `${cpu.toFixed(2)} + ${db.toFixed(2)}`,
         list.sort((a, b) => a.round - b.round).map((m) => fmt(m.result.requestsPerSecond)).join(" / "),
         bad > 0 ? `${bad} failed/non-2xx` : ""
