@@ -54,11 +54,11 @@ import {
   liveTasksIn,
   lockOpenReminders,
   lockVisible,
-  lockWithCalendar,
   lockWithInbox,
   ownerOf,
   taskJson,
-  taskWire
+  taskWire,
+  taskWithCalendar
 } from "../src/tasks/TasksTable.js"
 import {
   exportPage,
@@ -316,7 +316,8 @@ describe(`rows decoded where they are read (${databaseKind()})`, () => {
         expect(yield* ownerOf(sql, overdue)).toBe(fay.id)
         const locked = yield* sql.withTransaction(lockVisible(sql, fay.id, overdue))
         expect(locked).toMatchObject({ id: overdue, user_id: fay.id, due_at: "2031-03-01T00:00:00.000Z" })
-        const withCalendar = yield* sql.withTransaction(lockWithCalendar(sql, fay.id, overdue))
+        const lockedWithCalendar = yield* sql.withTransaction(taskWithCalendar(sql, fay.id, overdue, true))
+        const withCalendar = lockedWithCalendar && { row: lockedWithCalendar.row, calendar: lockedWithCalendar.calendar }
         expect(withCalendar).toEqual({ row: locked, calendar: { timezone: "Europe/Paris", week_start: "sunday" } })
         expect(yield* sql.withTransaction(lockWithInbox(sql, inbox))).toEqual([
           { id: overdue, inbox },

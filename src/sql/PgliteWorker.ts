@@ -56,7 +56,7 @@ export type Reply =
   | { readonly type: "ready" }
   | { readonly type: "failed"; readonly error: Record<string, unknown> }
   | { readonly id: number; readonly ok: true; readonly result: WorkerResult }
-  | { readonly id: number; readonly ok: true; readonly raw: Uint8Array; readonly fields: ReadonlyArray<Field> | undefined }
+  | ({ readonly id: number; readonly ok: true } & RawResult)
   | { readonly id: number; readonly ok: false; readonly error: Record<string, unknown> }
 
 export interface WorkerData {

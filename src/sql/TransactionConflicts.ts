@@ -7,8 +7,8 @@ import { isTransactionConflict } from "./DatabaseFailures.js"
  * PostgreSQL's advice is to run them again. Two writes of one user can lock the same rows in
  * opposite orders (a redo locks its undo entry and then the rows it restores; any write locks
  * its rows and then purges the redo stack, that entry included), and no lock order of ours
- * could rule that out for every pair. A
- * conflict is answered by running the transaction again, at most this many times.
+ * could rule that out for every pair. A conflict is answered by running the transaction
+ * again, at most this many times.
  */
 export const CONFLICT_RETRIES = 3
 

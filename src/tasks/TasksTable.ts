@@ -114,10 +114,6 @@ export const taskWithCalendar = (sql: SqlClient.SqlClient, userId: UserId, id: T
     )
   )
 
-/** `lockVisible`, with the owner's calendar columns (`taskWithCalendar`, locked). */
-export const lockWithCalendar = (sql: SqlClient.SqlClient, userId: UserId, id: TaskId) =>
-  Effect.map(taskWithCalendar(sql, userId, id, true), (found) => found && { row: found.row, calendar: found.calendar })
-
 /** The visible rows among `ids`, locked, in id order. */
 export const lockVisibleAmong = (sql: SqlClient.SqlClient, userId: UserId, ids: ReadonlyArray<number>) =>
   sql`
