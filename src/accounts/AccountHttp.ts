@@ -12,6 +12,9 @@ import { CreatedToken, Me, SessionCreated, SessionDeleted, TokenDeleted, TokenLi
 import { answerData, dataResponse } from "../http/Answer.js"
 import { Api } from "../http/Api.js"
 import { whole } from "../http/Envelope.js"
+import { onlyServices } from "../http/OnlyServices.js"
+import { Authentication } from "../http/Security.js"
+import { Idempotency } from "../pipeline/Idempotency.js"
 
 const meOf = (preferences: PreferencesService) => (user: CurrentUserShape) =>
   Effect.map(preferences.get(user), (prefs) => ({
@@ -36,7 +39,7 @@ export const AccountHttpLive = HttpApiBuilder.group(Api, "account", (handlers) =
         answerData(CreatedToken, 201)((user) => credentials.createCappedToken(user.id, payload.name.trim())), whole)
       .handle("deleteToken", ({ path }) =>
         answerData(TokenDeleted)((user) => Effect.as(credentials.deleteToken(user.id, path.id), { deleted: true as const })), whole)
-  }))
+  })).pipe(onlyServices(Credentials, PreferencesService, Authentication, Idempotency))
 
 export const SessionHttpLive = HttpApiBuilder.group(Api, "session", (handlers) =>
   Effect.gen(function*() {
@@ -69,4 +72,4 @@ export const SessionHttpLive = HttpApiBuilder.group(Api, "session", (handlers) =
             Effect.orDie
           )
         }), whole)
-  }))
+  })).pipe(onlyServices(Credentials, Authenticator, PreferencesService))

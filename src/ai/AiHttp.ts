@@ -6,6 +6,9 @@ import { AiStatus, InsightResults, InsightSession, InsightsStarted, ModelTestRes
 import { answerData } from "../http/Answer.js"
 import { Api } from "../http/Api.js"
 import { whole } from "../http/Envelope.js"
+import { onlyServices } from "../http/OnlyServices.js"
+import { Authentication } from "../http/Security.js"
+import { Idempotency } from "../pipeline/Idempotency.js"
 
 export const AiHttpLive = HttpApiBuilder.group(Api, "ai", (handlers) =>
   Effect.gen(function*() {
@@ -20,4 +23,4 @@ export const AiHttpLive = HttpApiBuilder.group(Api, "ai", (handlers) =>
       .handle("insightsStatus", ({ urlParams }) => answerData(InsightSession)((user) => insights.status(user, urlParams.session_id)))
       .handle("insightsResults", () => answerData(InsightResults)(insights.results))
       .handle("status", () => answerData(AiStatus)(assist.status))
-  }))
+  })).pipe(onlyServices(AiAssist, AiInsights, Authentication, Idempotency))

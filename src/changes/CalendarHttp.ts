@@ -9,6 +9,9 @@ import { answerData } from "../http/Answer.js"
 import { Api } from "../http/Api.js"
 import { CalendarKey, CalendarKeyDeleted } from "./CalendarApi.js"
 import { whole } from "../http/Envelope.js"
+import { onlyServices } from "../http/OnlyServices.js"
+import { Authentication } from "../http/Security.js"
+import { Idempotency } from "../pipeline/Idempotency.js"
 
 export const CalendarKeyHttpLive = HttpApiBuilder.group(Api, "calendarKey", (handlers) =>
   Effect.gen(function*() {
@@ -26,7 +29,7 @@ export const CalendarKeyHttpLive = HttpApiBuilder.group(Api, "calendarKey", (han
         ), whole)
       .handle("deleteCalendarKey", () =>
         answerData(CalendarKeyDeleted)((user) => Effect.as(feeds.revokeKey(user.id), { deleted: true as const })), whole)
-  }))
+  })).pipe(onlyServices(CalendarFeeds, Authenticator, Authentication, Idempotency))
 
 export const CalendarFeedHttpLive = HttpApiBuilder.group(Api, "calendarFeed", (handlers) =>
   Effect.gen(function*() {
@@ -44,4 +47,4 @@ export const CalendarFeedHttpLive = HttpApiBuilder.group(Api, "calendarFeed", (h
           headers: { "cache-control": "private, no-store" }
         })
       }), whole)
-  }))
+  })).pipe(onlyServices(CalendarFeeds, Authenticator))

@@ -12,6 +12,8 @@ import { Api } from "../http/Api.js"
 import { ChangePage, CursorExpiredWire, DEFAULT_CHANGES_LIMIT } from "./ChangesApi.js"
 import { whole } from "../http/Envelope.js"
 import { whenDraining } from "../http/GracefulStop.js"
+import { onlyServices } from "../http/OnlyServices.js"
+import { Authentication } from "../http/Security.js"
 
 const expired = (b: Bound) =>
   bareResponse(CursorExpiredWire, {
@@ -81,4 +83,4 @@ export const ChangesHttpLive = HttpApiBuilder.group(Api, "changes", (handlers) =
             headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
           })
         }), whole)
-  }))
+  })).pipe(onlyServices(ChangeFeed, ChangeHub, Authentication))

@@ -1,10 +1,15 @@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
+import * as Etag from "@effect/platform/Etag"
+import * as FileSystem from "@effect/platform/FileSystem"
+import * as HttpPlatform from "@effect/platform/HttpPlatform"
 import * as HttpServer from "@effect/platform/HttpServer"
+import * as Path from "@effect/platform/Path"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Effect, Layer, Option } from "effect"
 import { createServer } from "node:http"
 import { AppConfig } from "../kernel/AppConfig.js"
+import { onlyServices } from "./OnlyServices.js"
 import { RequestMetrics } from "./RequestMetrics.js"
 import { answerClientErrorsWithEnvelope } from "./ClientErrors.js"
 import { trackForGracefulStop } from "./GracefulStop.js"
@@ -83,14 +88,26 @@ export const NodeServerLive = Layer.unwrapEffect(
  * `/metrics`. A span per request only when an OTLP endpoint is configured: the tracing
  * middleware costs even with tracing off. The door pages are the server's, not `ApiLive`'s,
  * so a host that mounts the API keeps its own `/`.
+ *
+ * `HttpApiBuilder.serve` spelled out, so that the server runs requests with only the
+ * platform's services in their context (`onlyServices`): it serves from the context it is
+ * built in, and each request copies that context (the router, every `provideService`).
+ * The handlers hold what they use from their groups' own contexts.
  */
 export const HttpServerLive = Layer.unwrapEffect(
   Effect.gen(function*() {
     const tracing = Option.isSome((yield* AppConfig).otlp)
     const metrics = yield* RequestMetrics
-    return HttpApiBuilder.serve(measureRequests(metrics)).pipe(
-      HttpMiddleware.withTracerDisabledWhen(() => !tracing),
-      HttpMiddleware.withSpanNameGenerator(requestSpanName),
+    return HttpApiBuilder.httpApp.pipe(
+      Effect.map((app) =>
+        HttpServer.serve(app, measureRequests(metrics)).pipe(
+          HttpMiddleware.withTracerDisabledWhen(() => !tracing),
+          HttpMiddleware.withSpanNameGenerator(requestSpanName),
+          onlyServices(HttpServer.HttpServer, HttpPlatform.HttpPlatform, Etag.Generator, FileSystem.FileSystem, Path.Path)
+        )
+      ),
+      Layer.unwrapEffect,
+      Layer.provide([HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer]),
       Layer.provide(DoorLive.pipe(Layer.provideMerge(ApiLive))),
       HttpServer.withLogAddress
     )

@@ -8,6 +8,9 @@ import { Api } from "../http/Api.js"
 import { whole } from "../http/Envelope.js"
 import { keyedData } from "../http/IdempotentWrites.js"
 import { CompletionPage, DoneResult, SkipResult, SnoozeResult, Stats } from "./LifecycleApi.js"
+import { onlyServices } from "../http/OnlyServices.js"
+import { Authentication } from "../http/Security.js"
+import { Idempotency } from "../pipeline/Idempotency.js"
 
 export const LifecycleHttpLive = HttpApiBuilder.group(Api, "lifecycle", (handlers) =>
   Effect.gen(function*() {
@@ -33,4 +36,4 @@ export const LifecycleHttpLive = HttpApiBuilder.group(Api, "lifecycle", (handler
       .handle("completions", ({ urlParams }) =>
         answerJsonText(CompletionPage)((user) => history.completionsJson(user, urlParams)), whole)
       .handle("stats", ({ urlParams }) => answerData(Stats)((user) => history.stats(user, urlParams)), whole)
-  }))
+  })).pipe(onlyServices(TaskLifecycle, History, Authentication, Idempotency))

@@ -6,6 +6,9 @@ import { answerData } from "../http/Answer.js"
 import { Api } from "../http/Api.js"
 import { whole } from "../http/Envelope.js"
 import { ProjectDeleted, ProjectList, Reordered } from "./ProjectsApi.js"
+import { onlyServices } from "../http/OnlyServices.js"
+import { Authentication } from "../http/Security.js"
+import { Idempotency } from "../pipeline/Idempotency.js"
 
 export const ProjectsHttpLive = HttpApiBuilder.group(Api, "projects", (handlers) =>
   Effect.gen(function*() {
@@ -17,4 +20,4 @@ export const ProjectsHttpLive = HttpApiBuilder.group(Api, "projects", (handlers)
       .handle("get", ({ path }) => answerData(Project)((user) => projects.read(user, path.id)), whole)
       .handle("update", ({ path, payload }) => answerData(Project)((user) => projects.update(user, path.id, payload)), whole)
       .handle("delete", ({ path }) => answerData(ProjectDeleted)((user) => projects.remove(user, path.id)), whole)
-  }))
+  })).pipe(onlyServices(Projects, Authentication, Idempotency))

@@ -6,6 +6,9 @@ import { Api } from "../http/Api.js"
 import { whole } from "../http/Envelope.js"
 import { keyedData } from "../http/IdempotentWrites.js"
 import { ProgressResult, QuotaList } from "./QuotasApi.js"
+import { onlyServices } from "../http/OnlyServices.js"
+import { Authentication } from "../http/Security.js"
+import { Idempotency } from "../pipeline/Idempotency.js"
 
 export const QuotasHttpLive = HttpApiBuilder.group(Api, "quotas", (handlers) =>
   Effect.gen(function*() {
@@ -17,4 +20,4 @@ export const QuotasHttpLive = HttpApiBuilder.group(Api, "quotas", (handlers) =>
           (user, keyed) => quotas.progressKeyed(user, path.id, payload?.delta ?? 1, keyed)
         ), whole)
       .handle("list", () => answerJsonText(QuotaList)(quotas.listJson), whole)
-  }))
+  })).pipe(onlyServices(Quotas, Authentication, Idempotency))

@@ -5,6 +5,9 @@ import { answerData } from "../http/Answer.js"
 import { Api } from "../http/Api.js"
 import { whole } from "../http/Envelope.js"
 import { PromptResult, PromptsRestored, TodaysReminders } from "./RemindersApi.js"
+import { onlyServices } from "../http/OnlyServices.js"
+import { Authentication } from "../http/Security.js"
+import { Idempotency } from "../pipeline/Idempotency.js"
 
 export const RemindersHttpLive = HttpApiBuilder.group(Api, "reminders", (handlers) =>
   Effect.gen(function*() {
@@ -14,4 +17,4 @@ export const RemindersHttpLive = HttpApiBuilder.group(Api, "reminders", (handler
       .handle("did", ({ payload }) => answerData(PromptResult)((user) => reminders.did(user, payload.keys)), whole)
       .handle("consider", ({ payload }) => answerData(PromptResult)((user) => reminders.consider(user, payload.keys)), whole)
       .handle("restore", ({ payload }) => answerData(PromptsRestored)((user) => reminders.restore(user, payload.keys)), whole)
-  }))
+  })).pipe(onlyServices(Reminders, Authentication, Idempotency))

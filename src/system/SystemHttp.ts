@@ -16,6 +16,10 @@ import { Api } from "../http/Api.js"
 import { whole } from "../http/Envelope.js"
 import { HealthDown, HealthOk, NotReady, Ready } from "./SystemApi.js"
 import { openApiDocument } from "../http/OpenApiDocument.js"
+import { DatabaseMaintenance } from "./DatabaseMaintenance.js"
+import { Liveness } from "./Liveness.js"
+import { onlyServices } from "../http/OnlyServices.js"
+import { RequestMetrics } from "../http/RequestMetrics.js"
 
 /** Open when no token is configured; else only `Authorization: Bearer <token>`, compared in constant time. */
 const metricsAllowed = (token: Option.Option<Redacted.Redacted>, authorization: string | undefined) => {
@@ -92,7 +96,11 @@ export const SystemHttpLive = HttpApiBuilder.group(Api, "system", (handlers) =>
           ? Effect.map(renderMetrics({ timeout: config.healthTimeout, embedded: Option.isNone(config.databaseUrl) }), (text) =>
             HttpServerResponse.text(text, { contentType: "text/plain; version=0.0.4; charset=utf-8" }))
           : Effect.fail(new Unauthorized({ message: "A valid metrics token is required" })), whole)
-  }))
+  })).pipe(
+    // Liveness and DatabaseMaintenance are optional (`Effect.serviceOption`: an embedding
+    // program may run without the background fibers), so their types do not ask for them.
+    onlyServices(AppConfig, RequestMetrics, SqlClient.SqlClient, Liveness, DatabaseMaintenance)
+  )
 
 const FRONT_PAGE = `<!doctype html>
 <html lang="en">

@@ -6,6 +6,7 @@ import { dataResponse } from "../http/Answer.js"
 import { Api } from "../http/Api.js"
 import { whole } from "../http/Envelope.js"
 import { NotificationActed, VapidKey } from "./PublicApi.js"
+import { onlyServices } from "../http/OnlyServices.js"
 
 export const PublicHttpLive = HttpApiBuilder.group(Api, "public", (handlers) =>
   Effect.gen(function*() {
@@ -15,4 +16,4 @@ export const PublicHttpLive = HttpApiBuilder.group(Api, "public", (handlers) =>
       .handle("vapidKey", () => Effect.map(keys.publicKey, (public_key) => dataResponse(VapidKey, { public_key, configured: true })), whole)
       .handle("notificationAction", ({ payload }) =>
         Effect.map(notifications.act(payload.token, payload.action, payload.task_id), (r) => dataResponse(NotificationActed, r)), whole)
-  }))
+  })).pipe(onlyServices(Notifications, PushKeys))

@@ -8,6 +8,9 @@ import { answerData, answerJsonText } from "../http/Answer.js"
 import { Api } from "../http/Api.js"
 import { whole } from "../http/Envelope.js"
 import { keyedData } from "../http/IdempotentWrites.js"
+import { onlyServices } from "../http/OnlyServices.js"
+import { Authentication } from "../http/Security.js"
+import { Idempotency } from "../pipeline/Idempotency.js"
 
 export const TasksHttpLive = HttpApiBuilder.group(Api, "tasks", (handlers) =>
   Effect.gen(function*() {
@@ -32,4 +35,4 @@ export const TasksHttpLive = HttpApiBuilder.group(Api, "tasks", (handlers) =>
       .handle("delete", ({ path }) => answerData(TaskWithMessage)((user) => tasks.trash(user, path.id)), whole)
       .handle("restore", ({ path }) => answerData(Task)((user) => tasks.restore(user, path.id)), whole)
       .handle("reprocess", ({ path }) => answerData(Task)((user) => tasks.reprocess(user, path.id)), whole)
-  }))
+  })).pipe(onlyServices(Tasks, TaskQueries, Authentication, Idempotency))

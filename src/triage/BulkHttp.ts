@@ -5,6 +5,9 @@ import { BulkActions } from "./BulkActions.js"
 import { answerBare } from "../http/Answer.js"
 import { Api } from "../http/Api.js"
 import { whole } from "../http/Envelope.js"
+import { onlyServices } from "../http/OnlyServices.js"
+import { Authentication } from "../http/Security.js"
+import { Idempotency } from "../pipeline/Idempotency.js"
 
 /** Bulk operations answer the bare counts object, not wrapped in data (spec §1, §4.3). */
 export const BulkHttpLive = HttpApiBuilder.group(Api, "bulk", (handlers) =>
@@ -17,4 +20,4 @@ export const BulkHttpLive = HttpApiBuilder.group(Api, "bulk", (handlers) =>
         answerBare(BulkCountsSchema)((user) => bulk.snooze(user, payload.task_ids ?? payload.ids ?? [], payload.until)), whole)
       .handle("snoozeOverdue", ({ payload }) => answerBare(BulkCountsSchema)((user) => bulk.snoozeOverdue(user, payload.until)), whole)
       .handle("edit", ({ payload }) => answerBare(BulkCountsSchema)((user) => bulk.edit(user, payload)), whole)
-  }))
+  })).pipe(onlyServices(BulkActions, Authentication, Idempotency))

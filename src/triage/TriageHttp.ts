@@ -9,6 +9,9 @@ import { answerData, answerJsonText } from "../http/Answer.js"
 import { Api } from "../http/Api.js"
 import { whole } from "../http/Envelope.js"
 import { ProcessLists, ReviewExecuted, ReviewSession } from "./TriageApi.js"
+import { onlyServices } from "../http/OnlyServices.js"
+import { Authentication } from "../http/Security.js"
+import { Idempotency } from "../pipeline/Idempotency.js"
 
 /** A streamed file the browser saves under its name. */
 const download = (contentType: string) => ({ body, filename }: { readonly body: Stream.Stream<Uint8Array>; readonly filename: string }) =>
@@ -29,4 +32,4 @@ export const TriageHttpLive = HttpApiBuilder.group(Api, "triage", (handlers) =>
           urlParams.format === "csv"
             ? Effect.map(exporter.csv(user, urlParams.type!), download("text/csv; charset=utf-8"))
             : Effect.map(exporter.json(user), download("application/json"))), whole)
-  }))
+  })).pipe(onlyServices(Triage, Review, Exporter, Authentication, Idempotency))

@@ -5,6 +5,9 @@ import { answerData } from "../http/Answer.js"
 import { Api } from "../http/Api.js"
 import { whole } from "../http/Envelope.js"
 import { Redone, Undone, UndoHistory, UndoStatus } from "./UndoApi.js"
+import { onlyServices } from "../http/OnlyServices.js"
+import { Authentication } from "../http/Security.js"
+import { Idempotency } from "../pipeline/Idempotency.js"
 
 export const UndoHttpLive = HttpApiBuilder.group(Api, "undo", (handlers) =>
   Effect.gen(function*() {
@@ -14,4 +17,4 @@ export const UndoHttpLive = HttpApiBuilder.group(Api, "undo", (handlers) =>
       .handle("redo", ({ payload }) => answerData(Redone)((user) => undo.redo(user, payload?.session_start_id)), whole)
       .handle("status", () => answerData(UndoStatus)(undo.status), whole)
       .handle("history", ({ urlParams }) => answerData(UndoHistory)((user) => undo.history(user, urlParams.limit ?? 50)), whole)
-  }))
+  })).pipe(onlyServices(UndoService, Authentication, Idempotency))

@@ -6,6 +6,9 @@ import { answerData } from "../http/Answer.js"
 import { Api } from "../http/Api.js"
 import { whole } from "../http/Envelope.js"
 import { DeliveryList, WebhookDeleted, WebhookList } from "./WebhooksApi.js"
+import { onlyServices } from "../http/OnlyServices.js"
+import { Authentication } from "../http/Security.js"
+import { Idempotency } from "../pipeline/Idempotency.js"
 
 export const WebhooksHttpLive = HttpApiBuilder.group(Api, "webhooks", (handlers) =>
   Effect.gen(function*() {
@@ -17,4 +20,4 @@ export const WebhooksHttpLive = HttpApiBuilder.group(Api, "webhooks", (handlers)
       .handle("update", ({ path, payload }) => answerData(Webhook)((user) => webhooks.update(user, path.id, payload)), whole)
       .handle("delete", ({ path }) => answerData(WebhookDeleted)((user) => webhooks.remove(user, path.id)), whole)
       .handle("deliveries", ({ path }) => answerData(DeliveryList)((user) => webhooks.deliveries(user, path.id)), whole)
-  }))
+  })).pipe(onlyServices(Webhooks, Authentication, Idempotency))
