@@ -1,11 +1,10 @@
 import { Cause, ConfigError, Effect, Exit, Fiber, Layer, Logger, LogLevel } from "effect"
 import { performance } from "node:perf_hooks"
-import * as V8 from "node:v8"
-import * as Vm from "node:vm"
 import { drainServers } from "./http/GracefulStop.js"
 import { formatConfigError } from "./kernel/AppConfig.js"
 import { DataDirLocked } from "./sql/DataDirLock.js"
 import { ServiceLive } from "./Program.js"
+import { startIdleCollector } from "./system/IdleCollector.js"
 
 const LOG_LEVEL_ALIASES: Record<string, string> = { warning: "warn", err: "error", critical: "fatal", off: "none" }
 
@@ -56,68 +55,6 @@ main.addObserver((exit) => {
   process.exit(failed ? 1 : process.exitCode ?? 0)
 })
 
-/**
- * Memory back once the service goes quiet. Under load V8 lets its old generation grow to
- * about twice the live heap before it collects, and after a collection it keeps the pages
- * the survivors are scattered over; its own idle "memory reducer" judges idleness by the
- * allocation rate it saw at its last collection, so after a burst it can wait minutes. So:
- * every 2 s, if the event loop was under 1 % busy for the last 10 s and the heap holds
- * 16 MiB more than after the last collection run here, one full collection that also
- * compacts every page (survivors moved together, the emptied pages handed back: measured on
- * the loaded service's heap, old space 154 → 65 MiB where a plain full collection left 99).
- * It costs about twice a plain collection's pause, and only runs while no request is coming.
- * Off with SERVICE_IDLE_GC=off.
- */
-const startIdleCollector = () => {
-  if (/^(off|0|false|no)$/i.test((process.env.SERVICE_IDLE_GC ?? "").trim())) return
-  let collect: (() => void) | undefined
-  try {
-    const exposed = (globalThis as { gc?: unknown }).gc
-    if (typeof exposed === "function") collect = exposed as () => void
-    else {
-      // `--expose-gc` after start-up reaches new contexts only: take `gc` from one.
-      V8.setFlagsFromString("--expose-gc")
-      const fromContext: unknown = Vm.runInNewContext("gc")
-      if (typeof fromContext === "function") collect = fromContext as () => void
-    }
-  } catch {
-    collect = undefined
-  }
-  if (collect === undefined) return
-  const CHECK_MS = 2_000
-  const QUIET_CHECKS = 5
-  const QUIET_UTILIZATION = 0.01
-  const GROWTH_BYTES = 16 * 1024 * 1024
-  let last = performance.eventLoopUtilization()
-  let quietChecks = 0
-  let baseline = V8.getHeapStatistics().total_physical_size
-  const timer = setInterval(() => {
-    const now = performance.eventLoopUtilization()
-    const utilization = performance.eventLoopUtilization(now, last).utilization
-    last = now
-    quietChecks = utilization < QUIET_UTILIZATION ? quietChecks + 1 : 0
-    if (quietChecks < QUIET_CHECKS) return
-    const heap = V8.getHeapStatistics().total_physical_size
-    if (heap < baseline + GROWTH_BYTES) {
-      // Shrunk meanwhile (V8's own collections): grow from there.
-      baseline = Math.min(baseline, heap)
-      return
-    }
-    // `--compact-on-every-full-gc` for this one collection only (V8 reads it when the
-    // collection starts; Node leaves flags writable after start-up).
-    V8.setFlagsFromString("--compact-on-every-full-gc")
-    try {
-      collect()
-    } finally {
-      V8.setFlagsFromString("--no-compact-on-every-full-gc")
-    }
-    baseline = V8.getHeapStatistics().total_physical_size
-    quietChecks = 0
-    // The collection's own time shows as a busy loop in the next window; start it afresh.
-    last = performance.eventLoopUtilization()
-  }, CHECK_MS)
-  timer.unref()
-}
 startIdleCollector()
 
 let stopAt: number | undefined
