@@ -1,4 +1,5 @@
 import type { PGlite, protocol as Protocol, Results } from "@electric-sql/pglite"
+import * as V8 from "node:v8"
 import { parentPort, workerData } from "node:worker_threads"
 import type { RawResult, Reply, Request, WorkerData, WorkerResult } from "./PgliteWorker.js"
 
@@ -156,6 +157,8 @@ const serve = (port: NonNullable<typeof parentPort>, db: PGlite, S: Serialize) =
       // Multi-statement scripts answer with the last statement's rows.
       : message.op === "exec"
       ? db.exec(message.text).then((results) => answer(results.at(-1)))
+      : message.op === "heap"
+      ? Promise.resolve(answer({ rows: V8.getHeapSpaceStatistics() }))
       : message.name !== undefined
       ? named(db, S, message, message.name)
       : pipelined(db, message)
