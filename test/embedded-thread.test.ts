@@ -40,6 +40,27 @@ describe("the embedded database on its own thread", () => {
     expect(Math.max(...gaps)).toBeLessThan(took / 2)
   }, 60_000)
 
+  it("answers longer than the answer ring, and more than it holds at once, all arrive whole", async () => {
+    // Parameters make these named statements, whose answers go through the ring (4 MiB).
+    const rowsOf = (rows: number, width: number) =>
+      Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        sql<{ n: number; t: string }>`SELECT g AS n, repeat(chr(65 + g % 26), ${width}::int) AS t
+          FROM generate_series(1, ${rows}::int) AS g`)
+    const check = (rows: ReadonlyArray<{ n: number; t: string }>, count: number, width: number) => {
+      expect(rows.length).toBe(count)
+      for (const row of [rows[0]!, rows[Math.floor(count / 2)]!, rows[count - 1]!]) {
+        expect(row.t).toBe(String.fromCharCode(65 + row.n % 26).repeat(width))
+      }
+    }
+    // ~6 MB: more than the ring, in a buffer of its own.
+    check(await run(rowsOf(3_000, 2_000)), 3_000, 2_000)
+    // 40 answers of ~210 KB sent at once (8 MB in all): the ring fills and empties as they are read.
+    const many = await run(Effect.all(Array.from({ length: 40 }, (_, k) => rowsOf(100 + k, 2_000)), { concurrency: "unbounded" }))
+    many.forEach((rows, k) => check(rows, 100 + k, 2_000))
+    // And small ones after, through the ring again.
+    check(await run(rowsOf(50, 100)), 50, 100)
+  }, 60_000)
+
   it("PostgreSQL's error fields survive the thread: a duplicate key is 23505 with its constraint", async () => {
     await run(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`CREATE TABLE dup (id int PRIMARY KEY)`))
     await run(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`INSERT INTO dup VALUES (1)`))

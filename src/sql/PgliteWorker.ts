@@ -2,6 +2,7 @@ import { createRequire } from "node:module"
 import { pathToFileURL } from "node:url"
 import * as V8 from "node:v8"
 import { Worker } from "node:worker_threads"
+import { type AnswerRing, makeAnswerRing, RingReader, type RingSlot } from "./AnswerRing.js"
 import { type Field, parsersOf, readAnswer } from "./BackendMessages.js"
 
 /**
@@ -48,9 +49,12 @@ export type Request =
   | { readonly op: "heap" }
   | { readonly op: "close" }
 
-/** A named statement's answer: PostgreSQL's messages as they came, read on this side. */
+/**
+ * A named statement's answer: PostgreSQL's messages as they came, read on this side, in the
+ * answer ring (`AnswerRing`) or, when they did not fit there, in a buffer handed over.
+ */
 export interface RawResult {
-  readonly raw: Uint8Array<ArrayBuffer>
+  readonly raw: Uint8Array<ArrayBuffer> | RingSlot
   /** The statement's fields, when it was described for this answer or asked for. */
   readonly fields: ReadonlyArray<Field> | undefined
 }
@@ -66,6 +70,8 @@ export interface WorkerData {
   readonly dataDir: string | undefined
   /** PostgreSQL settings (`name=value`) PGlite starts with, after its own defaults. */
   readonly settings: ReadonlyArray<string>
+  /** Where the thread leaves named statements' answers. */
+  readonly ring: AnswerRing
 }
 
 /**
@@ -143,7 +149,9 @@ export const startPgliteWorker = (
   memory: EmbeddedMemory = DEFAULT_EMBEDDED_MEMORY
 ): Promise<PgliteWorker> =>
   new Promise((resolve, reject) => {
-    const worker = startWorker({ dataDir, settings: embeddedSettings(memory) })
+    const ring = makeAnswerRing()
+    const reader = new RingReader(ring)
+    const worker = startWorker({ dataDir, settings: embeddedSettings(memory), ring })
     type Done = (error: Error | undefined, result: WorkerResult | undefined) => void
     /** A request waiting for its answer; `done` is dropped when its caller stops waiting. */
     const pending = new Map<number, { done: Done | undefined; readonly request: Request }>()
@@ -163,20 +171,7 @@ export const startPgliteWorker = (
       for (const { done } of pending.values()) done?.(gone, undefined)
       pending.clear()
     }
-    worker.on("error", fail)
-    worker.on("exit", (code) => fail(new Error(`The embedded database's thread exited (code ${code})`)))
-    worker.on("message", (reply: Reply) => {
-      if ("type" in reply) {
-        if (reply.type === "ready") {
-          ready = true
-          resolve(handle)
-        } else {
-          fail(revive(reply.error))
-        }
-        return
-      }
-      const waiting = pending.get(reply.id)
-      if (waiting === undefined) return
+    const answered = (reply: Exclude<Reply, { readonly type: unknown }>, waiting: { done: Done | undefined; readonly request: Request }, inRing: RingSlot | undefined) => {
       pending.delete(reply.id)
       const { done, request } = waiting
       // What the answer tells of named statements counts even when nobody waits for it any more.
@@ -195,9 +190,32 @@ export const startPgliteWorker = (
       if (statement === undefined || request.op !== "query") {
         return done(new Error("An embedded statement answered without its fields"), undefined)
       }
-      const answer = readAnswer(reply.raw, statement.fields, statement.parsers, request.rowMode)
+      const raw = inRing === undefined ? reply.raw as Uint8Array : reader.bytes(inRing)
+      const answer = readAnswer(raw, statement.fields, statement.parsers, request.rowMode)
       if ("error" in answer) return done(revive(answer.error), undefined)
       done(undefined, { rows: answer.rows, fields: statement.fields, affectedRows: answer.affectedRows })
+    }
+
+    worker.on("error", fail)
+    worker.on("exit", (code) => fail(new Error(`The embedded database's thread exited (code ${code})`)))
+    worker.on("message", (reply: Reply) => {
+      if ("type" in reply) {
+        if (reply.type === "ready") {
+          ready = true
+          resolve(handle)
+        } else {
+          fail(revive(reply.error))
+        }
+        return
+      }
+      const waiting = pending.get(reply.id)
+      // An answer in the ring is read now or never: the thread may write over it once released.
+      const inRing = reply.ok && "raw" in reply && !(reply.raw instanceof Uint8Array) ? reply.raw : undefined
+      try {
+        if (waiting !== undefined) answered(reply, waiting, inRing)
+      } finally {
+        if (inRing !== undefined) reader.release(inRing)
+      }
     })
 
     const send: PgliteWorker["send"] = (request, done) => {

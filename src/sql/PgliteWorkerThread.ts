@@ -1,6 +1,7 @@
 import type { PGlite, protocol as Protocol, Results } from "@electric-sql/pglite"
 import * as V8 from "node:v8"
 import { parentPort, workerData } from "node:worker_threads"
+import { RingWriter } from "./AnswerRing.js"
 import type { RawResult, Reply, Request, WorkerData, WorkerResult } from "./PgliteWorker.js"
 
 /**
@@ -91,14 +92,30 @@ const first = <M>(messages: ReadonlyArray<BackendMessage>, name: BackendMessage[
  * (`BackendMessages.readAnswer`), with the statement's fields, which go along when this call
  * described it or the main thread asks for them (`describe`).
  */
-const rawOf = (db: PGlite, parts: ReadonlyArray<Uint8Array>): Promise<Uint8Array<ArrayBuffer>> => {
+const rawOf = (db: PGlite, ring: RingWriter, parts: ReadonlyArray<Uint8Array>): Promise<RawResult["raw"]> => {
+  // Into the answer ring while it fits, else (and from then on) copies of its own. The chunk
+  // is a view into PGlite's memory, overwritten by the next one: copied either way.
   const chunks: Array<Uint8Array<ArrayBuffer>> = []
-  // The chunk is a view into PGlite's memory, overwritten by the next one: copied.
-  return db.execProtocolRawStream(join(parts), { syncToFs: false, onRawData: (chunk) => void chunks.push(chunk.slice()) })
-    .then(() => chunks.length === 1 ? chunks[0]! : join(chunks))
+  let inRing = true
+  ring.begin()
+  const onRawData = (chunk: Uint8Array) => {
+    if (inRing && ring.write(chunk)) return
+    if (inRing) {
+      inRing = false
+      chunks.push(ring.abandon())
+    }
+    chunks.push(chunk.slice())
+  }
+  return db.execProtocolRawStream(join(parts), { syncToFs: false, onRawData }).then(
+    () => inRing ? ring.finish() : chunks.length === 1 ? chunks[0]! : join(chunks),
+    (error: unknown) => {
+      if (inRing) ring.abandon()
+      throw error
+    }
+  )
 }
 
-const named = (db: PGlite, S: Serialize, message: QueryMessage, name: string): Promise<RawResult> =>
+const named = (db: PGlite, S: Serialize, ring: RingWriter, message: QueryMessage, name: string): Promise<RawResult> =>
   db.runExclusive(async () => {
     const parts: Array<Uint8Array> = []
     for (const closed of message.close ?? []) {
@@ -135,7 +152,7 @@ const named = (db: PGlite, S: Serialize, message: QueryMessage, name: string): P
     })
     parts.push(S.bind({ statement: name, values }), S.execute({}), S.sync())
     if (message.commit) parts.push(S.query("COMMIT"))
-    const raw = await rawOf(db, parts)
+    const raw = await rawOf(db, ring, parts)
     return { raw, fields: describing || message.describe === true ? fields : undefined }
   })
 
@@ -149,7 +166,7 @@ const inOrder = <A>(run: () => Promise<A>): Promise<A> => {
   return result
 }
 
-const serve = (port: NonNullable<typeof parentPort>, db: PGlite, S: Serialize) => (message: Message) => {
+const serve = (port: NonNullable<typeof parentPort>, db: PGlite, S: Serialize, ring: RingWriter) => (message: Message) => {
   const { id } = message
   const pending = inOrder<WorkerResult | RawResult>(() =>
     message.op === "close"
@@ -160,14 +177,17 @@ const serve = (port: NonNullable<typeof parentPort>, db: PGlite, S: Serialize) =
       : message.op === "heap"
       ? Promise.resolve(answer({ rows: V8.getHeapSpaceStatistics() }))
       : message.name !== undefined
-      ? named(db, S, message, message.name)
+      ? named(db, S, ring, message, message.name)
       : pipelined(db, message)
   )
   pending.then(
     (result) =>
       "raw" in result
-        // Handed over, not copied: the buffer is this answer's alone.
-        ? port.postMessage({ id, ok: true, raw: result.raw, fields: result.fields } satisfies Reply, [result.raw.buffer])
+        ? port.postMessage(
+          { id, ok: true, raw: result.raw, fields: result.fields } satisfies Reply,
+          // Handed over, not copied: such a buffer is this answer's alone.
+          result.raw instanceof Uint8Array ? [result.raw.buffer] : []
+        )
         : port.postMessage({ id, ok: true, result } satisfies Reply),
     (error) => port.postMessage({ id, ok: false, error: plain(error) } satisfies Reply)
   )
@@ -183,7 +203,7 @@ const start = (port: NonNullable<typeof parentPort>, data: WorkerData) =>
       })
       await db.waitReady
       await db.exec("SET TIME ZONE 'UTC'")
-      port.on("message", serve(port, db, protocol.serialize))
+      port.on("message", serve(port, db, protocol.serialize, new RingWriter(data.ring)))
       port.postMessage({ type: "ready" } satisfies Reply)
     })
     .catch((error: unknown) => port.postMessage({ type: "failed", error: plain(error) } satisfies Reply))
