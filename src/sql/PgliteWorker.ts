@@ -154,7 +154,8 @@ export const startPgliteWorker = (
     const worker = startWorker({ dataDir, settings: embeddedSettings(memory), ring })
     type Done = (error: Error | undefined, result: WorkerResult | undefined) => void
     /** A request waiting for its answer; `done` is dropped when its caller stops waiting. */
-    const pending = new Map<number, { done: Done | undefined; readonly request: Request }>()
+    type Waiting = { done: Done | undefined; readonly request: Request }
+    const pending = new Map<number, Waiting>()
     /** Each named statement's fields and their parsers, from the answer that described it. */
     const statements = new Map<string, { readonly fields: ReadonlyArray<Field>; readonly parsers: ReturnType<typeof parsersOf> }>()
     let nextId = 1
@@ -171,7 +172,7 @@ export const startPgliteWorker = (
       for (const { done } of pending.values()) done?.(gone, undefined)
       pending.clear()
     }
-    const answered = (reply: Exclude<Reply, { readonly type: unknown }>, waiting: { done: Done | undefined; readonly request: Request }, inRing: RingSlot | undefined) => {
+    const answered = (reply: Exclude<Reply, { readonly type: unknown }>, waiting: Waiting) => {
       pending.delete(reply.id)
       const { done, request } = waiting
       // What the answer tells of named statements counts even when nobody waits for it any more.
@@ -190,7 +191,7 @@ export const startPgliteWorker = (
       if (statement === undefined || request.op !== "query") {
         return done(new Error("An embedded statement answered without its fields"), undefined)
       }
-      const raw = inRing === undefined ? reply.raw as Uint8Array : reader.bytes(inRing)
+      const raw = reply.raw instanceof Uint8Array ? reply.raw : reader.bytes(reply.raw)
       const answer = readAnswer(raw, statement.fields, statement.parsers, request.rowMode)
       if ("error" in answer) return done(revive(answer.error), undefined)
       done(undefined, { rows: answer.rows, fields: statement.fields, affectedRows: answer.affectedRows })
@@ -212,7 +213,7 @@ export const startPgliteWorker = (
       // An answer in the ring is read now or never: the thread may write over it once released.
       const inRing = reply.ok && "raw" in reply && !(reply.raw instanceof Uint8Array) ? reply.raw : undefined
       try {
-        if (waiting !== undefined) answered(reply, waiting, inRing)
+        if (waiting !== undefined) answered(reply, waiting)
       } finally {
         if (inRing !== undefined) reader.release(inRing)
       }
@@ -236,7 +237,7 @@ export const startPgliteWorker = (
         done(error instanceof Error ? error : new Error(String(error)), undefined)
         return () => {}
       }
-      const waiting = { done: done as Done | undefined, request }
+      const waiting: Waiting = { done, request }
       pending.set(id, waiting)
       return () => {
         waiting.done = undefined
