@@ -41,6 +41,21 @@ describe("StatementCache", () => {
     expect(new Set([a, b, c, again]).size).toBe(4)
   })
 
+  it("evicts by last use, not by when a statement was first named", () => {
+    const cache = new StatementCache(3)
+    const dropped: Array<string> = []
+    const drop = (name: string) => dropped.push(name)
+    const [a, b, c] = ["a", "b", "c"].map((text) => cache.name(text, drop)!)
+    // Used again in the order c, a, b: c is now the least recent, though named last.
+    for (const text of ["c", "a", "b", "a", "b"]) cache.name(text, drop)
+    cache.name("d", drop)
+    expect(dropped).toEqual([c])
+    cache.name("e", drop)
+    expect(dropped).toEqual([c, a])
+    expect(cache.name("b", drop)).toBe(b)
+    expect(cache.size).toBe(3)
+  })
+
   it("a statement is prepared anew after its maximum number of runs, so its plan is made again", () => {
     const cache = new StatementCache(10, 3)
     const dropped: Array<string> = []

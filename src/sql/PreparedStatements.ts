@@ -39,6 +39,8 @@ export const DEFAULT_MAX_USES = 1_000
 interface Entry {
   readonly name: string
   uses: number
+  /** The cache's use count at this statement's last use: the smallest is the least recent. */
+  lastUse: number
 }
 
 /**
@@ -50,33 +52,45 @@ const isStalePlan = (error: unknown) =>
   /cached plan/.test(String((error as { message?: unknown }).message))
 
 export class StatementCache {
-  /** Insertion order is use order: a hit moves the entry to the end. */
   private readonly names = new Map<string, Entry>()
   private next = 0
+  private useCount = 0
 
   constructor(private readonly capacity: number = DEFAULT_CAPACITY, private readonly maxUses: number = DEFAULT_MAX_USES) {}
 
   /**
    * The named form of `text`, or undefined when it should go unnamed. `deallocate` is called
    * with a statement to drop before this one is sent.
+   *
+   * A hit only stamps its entry. Keeping use order in the Map's insertion order instead
+   * (delete and set again on every hit) made V8 rebuild the Map's table every few requests,
+   * and those tables lived long enough to be copied by young collections. The scan for the
+   * least recent entry runs only when a new statement finds the cache full.
    */
   name(text: string, deallocate: (name: string) => void): string | undefined {
     if (this.capacity <= 0 || text.length > MAX_TEXT_LENGTH) return undefined
     const known = this.names.get(text)
     if (known !== undefined) {
-      this.names.delete(text)
       if (++known.uses <= this.maxUses) {
-        this.names.set(text, known)
+        known.lastUse = ++this.useCount
         return known.name
       }
+      this.names.delete(text)
       deallocate(known.name)
     } else if (this.names.size >= this.capacity) {
-      const [oldestText, oldest] = this.names.entries().next().value as [string, Entry]
-      this.names.delete(oldestText)
-      deallocate(oldest.name)
+      let oldestText: string | undefined
+      let oldest: Entry | undefined
+      for (const [candidateText, candidate] of this.names) {
+        if (oldest === undefined || candidate.lastUse < oldest.lastUse) {
+          oldestText = candidateText
+          oldest = candidate
+        }
+      }
+      this.names.delete(oldestText!)
+      deallocate(oldest!.name)
     }
     const name = `steady_${(this.next++).toString(36)}`
-    this.names.set(text, { name, uses: 1 })
+    this.names.set(text, { name, uses: 1, lastUse: ++this.useCount })
     return name
   }
 
