@@ -36,4 +36,4 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/api/health').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # As `npm start`: SERVICE_SEMI_SPACE_MB and SERVICE_HEAP_GROWING_PERCENT size the heap (README, Memory); `exec`
 # leaves node as the container's first process, so `docker stop`'s SIGTERM reaches it.
-CMD ["sh", "-c", "exec node --max-semi-space-size=${SERVICE_SEMI_SPACE_MB:-64} --heap-growing-percent=${SERVICE_HEAP_GROWING_PERCENT:-0} dist/src/main.js"]
+CMD ["sh", "-c", "exec node --max-semi-space-size=${SERVICE_SEMI_SPACE_MB:-64} --heap-growing-percent=${SERVICE_HEAP_GROWING_PERCENT:-0} --no-allocation-site-pretenuring dist/src/main.js"]

@@ -148,10 +148,11 @@ export class Authenticator extends Effect.Service<Authenticator>()("steady/Authe
       return header === undefined ? Effect.fail(unauthorized("A Bearer token is required")) : bearer(header)
     }
 
-    const authenticate = (
+    // Made once (see docs/architecture.md, "Generators on the request path").
+    const authenticate: (
       request: HttpServerRequest.HttpServerRequest
-    ): Effect.Effect<CurrentUserShape, Unauthorized | Forbidden> =>
-      Effect.gen(function*() {
+    ) => Effect.Effect<CurrentUserShape, Unauthorized | Forbidden> = Effect.fnUntraced(
+      function*(request: HttpServerRequest.HttpServerRequest) {
         const authorization = request.headers["authorization"]
         if (authorization !== undefined) return (yield* bearer(authorization)).user
 
@@ -175,7 +176,8 @@ export class Authenticator extends Effect.Service<Authenticator>()("steady/Authe
           return yield* Effect.fail(unauthorized("Session expired or signed out"))
         }
         return yield* Effect.fail(unauthorized("Missing credentials: send Authorization: Bearer <token>"))
-      })
+      }
+    )
 
     return { authenticate, bearerToken, viaHttps, publicOrigin } as const
   })

@@ -18,12 +18,11 @@ export class PreferencesService extends Effect.Service<PreferencesService>()("st
     const credentials = yield* Credentials
     const quotas = yield* Quotas
 
-    const read = (userId: UserId, lock = false) =>
-      Effect.gen(function*() {
-        const row = yield* preferencesOf(sql, userId, lock)
-        if (row === undefined) return yield* Effect.fail(NotFound.of("User"))
-        return withDefaults(row.preferences, row.timezone)
-      })
+    const read = Effect.fnUntraced(function*(userId: UserId, lock = false) {
+      const row = yield* preferencesOf(sql, userId, lock)
+      if (row === undefined) return yield* Effect.fail(NotFound.of("User"))
+      return withDefaults(row.preferences, row.timezone)
+    })
 
     const get = (user: CurrentUserShape) => read(user.id)
 

@@ -71,41 +71,43 @@ const notAllowed = (request: HttpServerRequest.HttpServerRequest, allowed: Reado
     HttpServerResponse.setHeader("allow", allowed.join(", "))
   )
 
-/** Turns whatever a request failed with into the `{error, code, details}` envelope. */
-export const errorResponse = (cause: Cause.Cause<unknown>) =>
-  Effect.gen(function*() {
-    const failure = Option.orElse(Cause.failureOption(cause), () => Cause.dieOption(cause))
-    if (Option.isNone(failure)) {
-      return envelope(503, "SERVICE_UNAVAILABLE", "The request was interrupted")
+/**
+ * Turns whatever a request failed with into the `{error, code, details}` envelope. Made once
+ * (see docs/architecture.md, "Generators on the request path").
+ */
+export const errorResponse = Effect.fnUntraced(function*(cause: Cause.Cause<unknown>) {
+  const failure = Option.orElse(Cause.failureOption(cause), () => Cause.dieOption(cause))
+  if (Option.isNone(failure)) {
+    return envelope(503, "SERVICE_UNAVAILABLE", "The request was interrupted")
+  }
+  const error = failure.value
+  if (isAppError(error)) return appErrorResponse(error)
+  if (error instanceof HttpApiError.HttpApiDecodeError) {
+    return envelope(400, "VALIDATION_ERROR", "Invalid request", decodeDetails(error))
+  }
+  if (ParseResult.isParseError(error)) {
+    return envelope(400, "VALIDATION_ERROR", "Invalid request", parseErrorDetails(error))
+  }
+  if (HttpServerError.isServerError(error)) {
+    if (error._tag === "RouteNotFound") return notFoundOrNotAllowed(error.request)
+    if (error._tag === "RequestError") {
+      if (isBodyTooLarge(error)) return tooLarge()
+      return envelope(400, "VALIDATION_ERROR", "The request body is not valid JSON", { body: "malformed JSON" })
     }
-    const error = failure.value
-    if (isAppError(error)) return appErrorResponse(error)
-    if (error instanceof HttpApiError.HttpApiDecodeError) {
-      return envelope(400, "VALIDATION_ERROR", "Invalid request", decodeDetails(error))
-    }
-    if (ParseResult.isParseError(error)) {
-      return envelope(400, "VALIDATION_ERROR", "Invalid request", parseErrorDetails(error))
-    }
-    if (HttpServerError.isServerError(error)) {
-      if (error._tag === "RouteNotFound") return notFoundOrNotAllowed(error.request)
-      if (error._tag === "RequestError") {
-        if (isBodyTooLarge(error)) return tooLarge()
-        return envelope(400, "VALIDATION_ERROR", "The request body is not valid JSON", { body: "malformed JSON" })
-      }
-    }
-    const unavailable = databaseUnavailable(cause)
-    if (Option.isSome(unavailable)) {
-      if (!unavailable.value.logged) yield* Effect.logWarning(`Answered 503: ${unavailable.value.reason}`)
-      return unavailableResponse("The database is unavailable; try again shortly", RETRY_AFTER_SECONDS)
-    }
-    if (isTransactionConflict(cause)) {
-      // Still in conflict after running again (`TransactionConflicts`): nothing was written.
-      yield* Effect.logWarning("Answered 503: the write kept meeting conflicting writes (deadlock or serialization failure)")
-      return unavailableResponse("Concurrent writes kept this one from finishing; nothing was changed, try again", 1)
-    }
-    yield* Effect.logError("Unexpected failure while handling a request", cause)
-    return envelope(500, "INTERNAL_ERROR", "Internal server error")
-  })
+  }
+  const unavailable = databaseUnavailable(cause)
+  if (Option.isSome(unavailable)) {
+    if (!unavailable.value.logged) yield* Effect.logWarning(`Answered 503: ${unavailable.value.reason}`)
+    return unavailableResponse("The database is unavailable; try again shortly", RETRY_AFTER_SECONDS)
+  }
+  if (isTransactionConflict(cause)) {
+    // Still in conflict after running again (`TransactionConflicts`): nothing was written.
+    yield* Effect.logWarning("Answered 503: the write kept meeting conflicting writes (deadlock or serialization failure)")
+    return unavailableResponse("Concurrent writes kept this one from finishing; nothing was changed, try again", 1)
+  }
+  yield* Effect.logError("Unexpected failure while handling a request", cause)
+  return envelope(500, "INTERNAL_ERROR", "Internal server error")
+})
 
 /**
  * Runs around the router, before HttpApi's own error encoder, so decode errors, unknown

@@ -30,23 +30,30 @@ export const keyedData = <S extends Schema.Schema.Any>(schema: S, status = 200) 
 <E, R, EK, RK>(
   plain: (user: CurrentUserShape) => Effect.Effect<Schema.Schema.Encoded<S>, E, R>,
   keyed: (user: CurrentUserShape, answer: KeyedAnswer) => Effect.Effect<Schema.Schema.Encoded<S>, EK | KeyRefused, RK>
-) =>
-  Effect.gen(function*() {
-    const user = yield* CurrentUser
-    const request = yield* HttpServerRequest.HttpServerRequest
-    const raw = request.headers[IDEMPOTENCY_KEY_HEADER]
-    const key = raw === undefined ? undefined : parseIdempotencyKey(raw)
-    if (key === undefined) return dataResponse(schema, yield* plain(user), status)
-    const keyedRequest = yield* keyedRequestOf(request, user, key)
-    const idempotency = yield* Idempotency
-    const answer = dataAnswer(keyedRequest, status)
-    const outcome = yield* idempotency.keyed(keyedRequest, keyed(user, answer))
-    // The answer as recorded: the wire JSON text the statement rendered, which a retry replays byte for byte.
-    return responseFor(outcome, (value) => {
-      const recorded = answer.answer
-      return recorded === undefined ? dataResponse(schema, value, status) : answerWith(recorded, {})
-    })
+) => keyedDataOf(schema, status, plain, keyed)
+
+// Made once (see docs/architecture.md, "Generators on the request path").
+const keyedDataOf = Effect.fnUntraced(function*<S extends Schema.Schema.Any, E, R, EK, RK>(
+  schema: S,
+  status: number,
+  plain: (user: CurrentUserShape) => Effect.Effect<Schema.Schema.Encoded<S>, E, R>,
+  keyed: (user: CurrentUserShape, answer: KeyedAnswer) => Effect.Effect<Schema.Schema.Encoded<S>, EK | KeyRefused, RK>
+) {
+  const user = yield* CurrentUser
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const raw = request.headers[IDEMPOTENCY_KEY_HEADER]
+  const key = raw === undefined ? undefined : parseIdempotencyKey(raw)
+  if (key === undefined) return dataResponse(schema, yield* plain(user), status)
+  const keyedRequest = yield* keyedRequestOf(request, user, key)
+  const idempotency = yield* Idempotency
+  const answer = dataAnswer(keyedRequest, status)
+  const outcome = yield* idempotency.keyed(keyedRequest, keyed(user, answer))
+  // The answer as recorded: the wire JSON text the statement rendered, which a retry replays byte for byte.
+  return responseFor(outcome, (value) => {
+    const recorded = answer.answer
+    return recorded === undefined ? dataResponse(schema, value, status) : answerWith(recorded, {})
   })
+})
 
 /**
  * The router-side part of Idempotency-Key, which only reads. For a keyed write: a malformed

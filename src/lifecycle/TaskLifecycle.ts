@@ -94,28 +94,30 @@ export class TaskLifecycle extends Effect.Service<TaskLifecycle>()("steady/TaskL
      * last write going out with the commit statement too.
      */
     const doneWith = <X>(run: Runner<X>, user: CurrentUserShape, id: TaskId, options: DoneOptions) =>
-      run({ user, action: "done" }, (tx) =>
-        Effect.gen(function*() {
-          const { calendar, current } = yield* queries.lockForWrite(user, id)
-          if (options.closePeriod && isQuota(current)) {
-            const row = yield* quotas.rolloverStep(tx, current, calendar)
-            if (row.deleted_at !== null) {
-              return yield* Effect.fail(ValidationError.of("Cannot close the period of a quota in the trash; restore it first"))
-            }
-            const last = yield* quotas.closeEarly(tx, row, calendar)
-            const { wire } = yield* tx.updateAtCommit(TasksTable, id, last.writes, { current: last.current })
-            tx.describe(`Closed the current period of ${quoted(current.title)} early`)
-            return wire.with({ was_recurring: false, next_due_at: null })
-          }
-          const plan = yield* planDone(current, calendar.zone, tx.now)
-          // The completion record is inserted by the UPDATE's statement.
-          const write = { current, alsoInsert: insertion(CompletionsTable, completionRow(tx, current, plan.dueAtWas, plan.dueAtNext)) }
-          const { wire } = yield* tx.updateAtCommit(TasksTable, id, plan.writes, write)
-          tx.count("completions")
-          tx.emit({ event: "task.completed", taskId: id, data: { task: wire } })
-          tx.describe(`Marked ${quoted(current.title)} done`)
-          return wire.with({ was_recurring: plan.wasRecurring, next_due_at: plan.nextDueAt })
-        }))
+      run({ user, action: "done" }, (tx) => doneBody(tx, user, id, options))
+
+    // Made once (see docs/architecture.md, "Generators on the request path").
+    const doneBody = Effect.fnUntraced(function*(tx: Tx, user: CurrentUserShape, id: TaskId, options: DoneOptions) {
+      const { calendar, current } = yield* queries.lockForWrite(user, id)
+      if (options.closePeriod && isQuota(current)) {
+        const row = yield* quotas.rolloverStep(tx, current, calendar)
+        if (row.deleted_at !== null) {
+          return yield* Effect.fail(ValidationError.of("Cannot close the period of a quota in the trash; restore it first"))
+        }
+        const last = yield* quotas.closeEarly(tx, row, calendar)
+        const { wire } = yield* tx.updateAtCommit(TasksTable, id, last.writes, { current: last.current })
+        tx.describe(`Closed the current period of ${quoted(current.title)} early`)
+        return wire.with({ was_recurring: false, next_due_at: null })
+      }
+      const plan = yield* planDone(current, calendar.zone, tx.now)
+      // The completion record is inserted by the UPDATE's statement.
+      const write = { current, alsoInsert: insertion(CompletionsTable, completionRow(tx, current, plan.dueAtWas, plan.dueAtNext)) }
+      const { wire } = yield* tx.updateAtCommit(TasksTable, id, plan.writes, write)
+      tx.count("completions")
+      tx.emit({ event: "task.completed", taskId: id, data: { task: wire } })
+      tx.describe(`Marked ${quoted(current.title)} done`)
+      return wire.with({ was_recurring: plan.wasRecurring, next_due_at: plan.nextDueAt })
+    })
 
     const undone = (user: CurrentUserShape, id: TaskId) =>
       mutations.run({ user, action: "undone" }, (tx) =>

@@ -139,7 +139,11 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
      * (the webhook outbox) and the day's statistics. A failure anywhere rolls all back.
      */
     const execute = <A, E, R>(options: MutationOptions, body: (tx: Tx) => Effect.Effect<A, E, R>, keyed: KeyedAnswer | undefined) =>
-      Effect.gen(function*() {
+      transactionBody(options, body, keyed).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
+
+    // Made once (see docs/architecture.md, "Generators on the request path").
+    const transactionBody = Effect.fnUntraced(
+      function*<A, E, R>(options: MutationOptions, body: (tx: Tx) => Effect.Effect<A, E, R>, keyed: KeyedAnswer | undefined) {
         const now = yield* clockNow
         /** What the undo entry records, and what the change feed reports (upkeep's rows too). */
         const changes: Array<TxChange> = []
@@ -349,7 +353,8 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
         if (record !== undefined) record.keyed.recorded(written.wire === null ? record.body : withWire(record.body, written.wire))
         yield* wakeAfter(written)
         return [resolved(result, written.wire), written.undoId] as const
-      }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
+      }
+    )
 
     /**
      * After commit: deliveries written by the transaction go out now, not at the next poll

@@ -39,24 +39,23 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
      * A quota's current period: set when it becomes a quota or its period rule changes. The
      * owner's calendar is read only then.
      */
-    const periodWrites = (
+    const periodWrites = Effect.fnUntraced(function*(
       owner: Effect.Effect<PeriodSettings>,
       before: TaskRow | undefined,
       after: Pick<TaskRow, "progress_target" | "is_tracked" | "rrule">,
       now: Date
-    ) =>
-      Effect.gen(function*() {
-        const none: Writes<TaskRow> = {}
-        const quota = isQuota(after)
-        const wasQuota = before !== undefined && isQuota(before)
-        if (!quota) return wasQuota ? { progress_period_start: null, progress_period_end: null } : none
-        if (wasQuota && before.rrule === after.rrule) return none
-        const period = quotas.initialPeriod(after.rrule, yield* owner, now)
-        return {
-          progress_period_start: period === undefined ? null : period.start.toISOString(),
-          progress_period_end: period === undefined ? null : period.end.toISOString()
-        }
-      })
+    ) {
+      const none: Writes<TaskRow> = {}
+      const quota = isQuota(after)
+      const wasQuota = before !== undefined && isQuota(before)
+      if (!quota) return wasQuota ? { progress_period_start: null, progress_period_end: null } : none
+      if (wasQuota && before.rrule === after.rrule) return none
+      const period = quotas.initialPeriod(after.rrule, yield* owner, now)
+      return {
+        progress_period_start: period === undefined ? null : period.start.toISOString(),
+        progress_period_end: period === undefined ? null : period.end.toISOString()
+      }
+    })
 
     const usableProject = (user: CurrentUserShape, projectId: ProjectId) =>
       Effect.flatMap(queries.projectUsable(user, projectId), (found) =>
@@ -78,31 +77,36 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
       // Requested on the task row itself, in the same statement (durable); queued and enriched
       // in the background.
       const enrich = enrichment.enabled && shouldEnrich(input)
-      let wakeWorker = false
-      return run({ user, action: "create" }, (tx) =>
-        Effect.gen(function*() {
-          const projectId = input.project_id === undefined ? undefined : yield* usableProject(user, input.project_id)
-          const base = yield* newTaskRow(input, { now: tx.now, zone: user.timezone, projectId, userId: user.id })
-          // The creator owns the task: its calendar is theirs.
-          const row = {
-            ...base,
-            ...(yield* periodWrites(calendars.of(user.id), undefined, base, tx.now)),
-            ...(enrich ? { enrichment_status: "pending" as const } : {})
-          }
-          // The request is the row's pending status: until the task changes, the row is the
-          // request's baseline too, and its first update keeps it (migration 0023).
-          const inserted = yield* tx.insertAtCommit(
-            TasksTable,
-            row,
-            projectId === undefined ? { project_id: inboxOf(sql, sql`${user.id}`) } : {}
-          )
-          if (enrich) wakeWorker = yield* enrichment.noteQueued
-          tx.emit({ event: "task.created", taskId: inserted.id, data: { task: inserted.wire } })
-          tx.count("tasks_created")
-          tx.describe(`Created ${quoted(base.title)}`)
-          return inserted.wire
-        })).pipe(Effect.tap(() => (wakeWorker ? enrichment.wake : Effect.void)))
+      const queued = { wake: false }
+      return run({ user, action: "create" }, (tx) => createBody(tx, user, input, enrich, queued))
+        .pipe(Effect.tap(() => (queued.wake ? enrichment.wake : Effect.void)))
     }
+
+    // The bodies below are made once (see docs/architecture.md, "Generators on the request path").
+    const createBody = Effect.fnUntraced(
+      function*(tx: Tx, user: CurrentUserShape, input: TaskCreate, enrich: boolean, queued: { wake: boolean }) {
+        const projectId = input.project_id === undefined ? undefined : yield* usableProject(user, input.project_id)
+        const base = yield* newTaskRow(input, { now: tx.now, zone: user.timezone, projectId, userId: user.id })
+        // The creator owns the task: its calendar is theirs.
+        const row = {
+          ...base,
+          ...(yield* periodWrites(calendars.of(user.id), undefined, base, tx.now)),
+          ...(enrich ? { enrichment_status: "pending" as const } : {})
+        }
+        // The request is the row's pending status: until the task changes, the row is the
+        // request's baseline too, and its first update keeps it (migration 0023).
+        const inserted = yield* tx.insertAtCommit(
+          TasksTable,
+          row,
+          projectId === undefined ? { project_id: inboxOf(sql, sql`${user.id}`) } : {}
+        )
+        if (enrich) queued.wake = yield* enrichment.noteQueued
+        tx.emit({ event: "task.created", taskId: inserted.id, data: { task: inserted.wire } })
+        tx.count("tasks_created")
+        tx.describe(`Created ${quoted(base.title)}`)
+        return inserted.wire
+      }
+    )
 
     /**
      * The task is read with its owner's calendar before the transaction (`readFirst`: locked
@@ -110,26 +114,35 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
      * statement, and the task comes back from it as wire JSON.
      */
     const updateWith = <X>(run: ReadFirstRunner<X>, user: CurrentUserShape, id: TaskId, patch: TaskPatch) =>
-      run({ user, action: "edit" }, (lock) => queries.forWrite(user, id, lock), (tx, { calendar, current, version }) =>
-        Effect.gen(function*() {
-          if (patch.project_id !== undefined && patch.project_id !== current.project_id) {
-            const refusal = projectRefusal(yield* queries.projectAccess(patch.project_id), user.id, current.user_id)
-            if (refusal !== undefined) return yield* Effect.fail(ValidationError.field("project_id", refusal))
-          }
-          // Anchors and periods on the owner's calendar, whoever edits (README: whose calendar).
-          const edits = yield* patchTaskRow(current, patch, { now: tx.now, zone: calendar.zone })
-          const writes = { ...edits, ...(yield* periodWrites(Effect.succeed(calendar), current, { ...current, ...edits }, tx.now)) }
-          const written = yield* tx.updateAtCommit(TasksTable, id, writes, { current, seen: version })
-          const fields = visibleFields(written.fields)
-          const task = written.wire
-          const title = "title" in writes ? writes.title : current.title
-          const description = fields.length === 0
-            ? `No changes to ${quoted(title)}`
-            : `Edited ${quoted(title)} (${fields.join(", ")})`
-          if (fields.length > 0) emitUpdated(tx, id, task, fields)
-          tx.describe(description)
-          return task.with({ fields_changed: fields, description })
-        }))
+      run({ user, action: "edit" }, (lock) => queries.forWrite(user, id, lock), (tx, read) => updateBody(tx, read, user, id, patch))
+
+    const updateBody = Effect.fnUntraced(
+      function*(
+        tx: Tx,
+        { calendar, current, version }: Effect.Effect.Success<ReturnType<typeof queries.forWrite>>,
+        user: CurrentUserShape,
+        id: TaskId,
+        patch: TaskPatch
+      ) {
+        if (patch.project_id !== undefined && patch.project_id !== current.project_id) {
+          const refusal = projectRefusal(yield* queries.projectAccess(patch.project_id), user.id, current.user_id)
+          if (refusal !== undefined) return yield* Effect.fail(ValidationError.field("project_id", refusal))
+        }
+        // Anchors and periods on the owner's calendar, whoever edits (README: whose calendar).
+        const edits = yield* patchTaskRow(current, patch, { now: tx.now, zone: calendar.zone })
+        const writes = { ...edits, ...(yield* periodWrites(Effect.succeed(calendar), current, { ...current, ...edits }, tx.now)) }
+        const written = yield* tx.updateAtCommit(TasksTable, id, writes, { current, seen: version })
+        const fields = visibleFields(written.fields)
+        const task = written.wire
+        const title = "title" in writes ? writes.title : current.title
+        const description = fields.length === 0
+          ? `No changes to ${quoted(title)}`
+          : `Edited ${quoted(title)} (${fields.join(", ")})`
+        if (fields.length > 0) emitUpdated(tx, id, task, fields)
+        tx.describe(description)
+        return task.with({ fields_changed: fields, description })
+      }
+    )
 
     /** DELETE moves to the trash; deleting what is already there changes nothing. */
     const trash = (user: CurrentUserShape, id: TaskId) =>
