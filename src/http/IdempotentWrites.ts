@@ -27,17 +27,20 @@ import { answerWith, busy, keyedRequestOf, pathOf, responseFor } from "./KeyedAn
  * (`Mutations.runKeyed`), which stores this very answer with the key in its commit statement.
  */
 export const keyedData = <S extends Schema.Schema.Any>(schema: S, status = 200) =>
-<E, R, EK, RK>(
-  plain: (user: CurrentUserShape) => Effect.Effect<Schema.Schema.Encoded<S>, E, R>,
-  keyed: (user: CurrentUserShape, answer: KeyedAnswer) => Effect.Effect<Schema.Schema.Encoded<S>, EK | KeyRefused, RK>
-) => keyedDataOf(schema, status, plain, keyed)
+<E, R, EK, RK>(plain: PlainWrite<S, E, R>, keyed: KeyedWrite<S, EK, RK>) => keyedDataOf(schema, status, plain, keyed)
+
+type PlainWrite<S extends Schema.Schema.Any, E, R> = (user: CurrentUserShape) => Effect.Effect<Schema.Schema.Encoded<S>, E, R>
+type KeyedWrite<S extends Schema.Schema.Any, EK, RK> = (
+  user: CurrentUserShape,
+  answer: KeyedAnswer
+) => Effect.Effect<Schema.Schema.Encoded<S>, EK | KeyRefused, RK>
 
 // Made once (see docs/architecture.md, "Generators on the request path").
 const keyedDataOf = Effect.fnUntraced(function*<S extends Schema.Schema.Any, E, R, EK, RK>(
   schema: S,
   status: number,
-  plain: (user: CurrentUserShape) => Effect.Effect<Schema.Schema.Encoded<S>, E, R>,
-  keyed: (user: CurrentUserShape, answer: KeyedAnswer) => Effect.Effect<Schema.Schema.Encoded<S>, EK | KeyRefused, RK>
+  plain: PlainWrite<S, E, R>,
+  keyed: KeyedWrite<S, EK, RK>
 ) {
   const user = yield* CurrentUser
   const request = yield* HttpServerRequest.HttpServerRequest
