@@ -26,6 +26,7 @@ RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
 COPY migrations ./migrations
 COPY prompts ./prompts
+COPY scripts/run-node.sh ./scripts/run-node.sh
 # The embedded database lives in DATA_DIR; the unprivileged `node` user of the base image owns it.
 RUN mkdir -p /data && chown node:node /data
 USER node
@@ -34,6 +35,6 @@ EXPOSE 3000
 # node:20-slim has no curl: Node's own fetch asks the liveness endpoint.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/api/health').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-# As `npm start`: SERVICE_SEMI_SPACE_MB and SERVICE_HEAP_GROWING_PERCENT size the heap (README, Memory); `exec`
-# leaves node as the container's first process, so `docker stop`'s SIGTERM reaches it.
-CMD ["sh", "-c", "exec node --max-semi-space-size=${SERVICE_SEMI_SPACE_MB:-64} --heap-growing-percent=${SERVICE_HEAP_GROWING_PERCENT:-0} --no-allocation-site-pretenuring dist/src/main.js"]
+# As `npm start`: scripts/run-node.sh picks the memory settings by database (README, Memory) and
+# execs node, which stays the container's first process, so `docker stop`'s SIGTERM reaches it.
+CMD ["sh", "scripts/run-node.sh", "dist/src/main.js"]

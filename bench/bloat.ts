@@ -18,7 +18,7 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { cleanupAll, freePort, onCleanup, runCommand, startServer } from "./processes.js"
-import { childEnv, ROOT, serviceNodeFlags } from "./setup.js"
+import { childEnv, ROOT, serviceCommand } from "./setup.js"
 
 const num = (name: string, fallback: number) => {
   const raw = process.env[name]
@@ -50,8 +50,8 @@ const start = async (dataDir: string) => {
   const port = await freePort()
   return startServer({
     name: "steady",
-    args: [...serviceNodeFlags(), Path.join(root, "dist/src/main.js")],
-    env: childEnv({ DATA_DIR: dataDir, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn" }),
+    args: [...serviceCommand(ROOT, undefined).flags, Path.join(root, "dist/src/main.js")],
+    env: childEnv({ ...serviceCommand(ROOT, undefined).env, DATA_DIR: dataDir, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn" }),
     port,
     healthPath: "/api/health",
     startTimeoutMs: 120_000

@@ -15,8 +15,7 @@ import {
   prepare,
   type Prepared,
   ROOT,
-  serviceNodeFlags,
-  serviceStartEnv
+  serviceCommand
 } from "./setup.js"
 import { mean } from "./stats.js"
 
@@ -101,7 +100,7 @@ interface Variant {
   readonly env: Readonly<Record<string, string>>
 }
 
-export const parseVariants = (spec: string | undefined): ReadonlyArray<Variant> => {
+export const parseVariants = (spec: string | undefined, database: Database = "embedded"): ReadonlyArray<Variant> => {
   const entries = (spec ?? "").split(";").map((s) => s.trim()).filter((s) => s !== "")
   if (entries.length === 0) entries.push("npm start:")
   return entries.map((entry) => {
@@ -118,8 +117,9 @@ export const parseVariants = (spec: string | undefined): ReadonlyArray<Variant> 
     }
     if (!Fs.existsSync(Path.join(dist, "src", "main.js"))) throw new Error(`BENCH_MEMORY_VARIANTS: no ${dist}/src/main.js`)
     const root = Path.dirname(dist)
-    const flags = args.length > 0 ? args : serviceNodeFlags(root)
-    const allEnv = { ...serviceStartEnv(root), ...env }
+    const command = serviceCommand(root, database === "postgres" ? "postgres://" : undefined)
+    const flags = args.length > 0 ? args : command.flags
+    const allEnv = { ...command.env, ...env }
     const label = named?.[1]!.trim() ??
       [dist === Path.join(ROOT, "dist") ? "" : `dist=${dist}`, ...Object.entries(allEnv).map(([k, v]) => `${k}=${v}`), ...flags]
         .filter((w) => w !== "").join(" ")
@@ -580,7 +580,7 @@ const f0 = (n: number | undefined) => (n === undefined || Number.isNaN(n) ? "-" 
 const pair = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? "-" : `${f0(a)} / ${f0(b)}`)
 
 export const memoryScenario = async (database: Database): Promise<Section> => {
-  const variants = parseVariants(process.env.BENCH_MEMORY_VARIANTS)
+  const variants = parseVariants(process.env.BENCH_MEMORY_VARIANTS, database)
   const compare = variants.length > 1
   const withEndpoints = process.env.BENCH_MEMORY_ENDPOINTS === "1" || (compare && process.env.BENCH_MEMORY_ENDPOINTS !== "0")
   const rounds = compare ? config.rounds : 1

@@ -1,4 +1,5 @@
 import { PGlite } from "@electric-sql/pglite"
+import * as ChildProcess from "node:child_process"
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
@@ -206,43 +207,53 @@ export const withExec = async <A>(fresh: FreshDatabase, use: (exec: Exec) => Pro
 }
 
 /**
- * The V8 flags `npm start` gives the service (package.json's start script, which runs the
- * launcher `scripts/start.mjs` and with it `dist/src/main.js` in one node process), so the
- * bench runs the process a user runs (an earlier build of `BENCH_BEFORE_DIST` too, so both
- * run alike).
+ * The Node flags and the environment `npm start` runs the service with, on the database that
+ * `databaseUrl` selects (unset: embedded), so the bench runs the process a user runs (an
+ * earlier build of `BENCH_BEFORE_DIST` too, so both run alike). Read from the package.json
+ * beside `root`'s dist/: a start script through `scripts/run-node.sh` (which picks the flags by
+ * database) is asked for them with STEADY_PRINT_COMMAND=1; an earlier one that named them
+ * inline (`exec [NAME=value] node <flags> scripts/start.mjs`) is read from its text.
  */
-export const serviceNodeFlags = (root = ROOT): ReadonlyArray<string> => {
+export const serviceCommand = (
+  root: string,
+  databaseUrl: string | undefined
+): { readonly flags: ReadonlyArray<string>; readonly env: Record<string, string> } => {
   const start: string = JSON.parse(Fs.readFileSync(Path.join(root, "package.json"), "utf8")).scripts.start
+  if (/scripts\/run-node\.sh/.test(start)) {
+    const env: NodeJS.ProcessEnv = { ...process.env, STEADY_PRINT_COMMAND: "1" }
+    delete env.DATABASE_URL
+    if (databaseUrl !== undefined) env.DATABASE_URL = databaseUrl
+    const lines = ChildProcess.execFileSync("sh", [Path.join(root, "scripts", "run-node.sh"), "ENTRY"], { env, encoding: "utf8" })
+      .split("\n").filter((line) => line !== "")
+    const flags = lines.filter((l) => l.startsWith("arg ")).map((l) => l.slice(4)).filter((a) => a !== "node" && a !== "ENTRY")
+    const pairs = lines.filter((l) => l.startsWith("env ")).map((l) => l.slice(4))
+    return { flags, env: Object.fromEntries(pairs.map((p) => [p.slice(0, p.indexOf("=")), p.slice(p.indexOf("=") + 1)])) }
+  }
   const command = /\bnode\s+(.*?)\s*(?:dist\/src\/main\.js|scripts\/start\.mjs)/.exec(start)
   if (command === null) throw new Error(`package.json's start script runs neither scripts/start.mjs nor dist/src/main.js: ${start}`)
   // `${NAME:-default}` (SERVICE_SEMI_SPACE_MB) as the shell would expand it, from this environment.
-  return command[1]!.replace(/\$\{([A-Z_][A-Z0-9_]*):-([^}]*)\}/g, (_, name: string, fallback: string) => {
+  const flags = command[1]!.replace(/\$\{([A-Z_][A-Z0-9_]*):-([^}]*)\}/g, (_, name: string, fallback: string) => {
     const value = process.env[name]
     return value === undefined || value === "" ? fallback : value
   }).split(/\s+/).filter((flag) => flag !== "")
-}
-
-/**
- * The environment the start script sets in front of node (`NAME=value exec node …`, or
- * `exec env NAME=value node …`): settings read when the process starts (MALLOC_ARENA_MAX).
- */
-export const serviceStartEnv = (root = ROOT): Record<string, string> => {
-  const start: string = JSON.parse(Fs.readFileSync(Path.join(root, "package.json"), "utf8")).scripts.start
   const head = start.slice(0, Math.max(0, start.search(/\bnode\s/)))
-  return Object.fromEntries([...head.matchAll(/(?:^|\s)([A-Z_][A-Z0-9_]*)=(\S+)/g)].map((m) => [m[1]!, m[2]!]))
+  const env = Object.fromEntries([...head.matchAll(/(?:^|\s)([A-Z_][A-Z0-9_]*)=(\S+)/g)].map((m) => [m[1]!, m[2]!]))
+  return { flags, env }
 }
 
 export const startOurs = async (env: Record<string, string>, dist = Path.join(ROOT, "dist")) => {
   const port = await freePort()
+  // The flags of this tree's start script for both builds, so both run alike.
+  const command = serviceCommand(ROOT, env.DATABASE_URL)
   return startServer({
     name: dist === Path.join(ROOT, "dist") ? "steady" : "steady-before",
     // Flags Node refuses in NODE_OPTIONS (--cpu-prof) go on the command line.
     args: [
-      ...serviceNodeFlags(),
+      ...command.flags,
       ...(process.env.BENCH_SERVICE_NODE_ARGS?.split(" ").filter((a) => a !== "") ?? []),
       Path.join(dist, "src/main.js")
     ],
-    env: childEnv({ ...serviceStartEnv(), ...env, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn" }),
+    env: childEnv({ ...command.env, ...env, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn" }),
     port,
     healthPath: "/api/health",
     startTimeoutMs: 90_000

@@ -100,6 +100,8 @@ describe.skipIf(serverUrl() !== undefined)("the container's build and start comm
     if (!Fs.existsSync(Path.join(app, "dist", "src", "main.js"))) throw new Error(`build failed:\n${built.output}`)
     for (const file of ["package.json", "package-lock.json"]) Fs.copyFileSync(Path.join(ROOT, file), Path.join(app, file))
     for (const dir of ["migrations", "prompts"]) Fs.cpSync(Path.join(ROOT, dir), Path.join(app, dir), { recursive: true })
+    Fs.mkdirSync(Path.join(app, "scripts"))
+    Fs.copyFileSync(Path.join(ROOT, "scripts", "run-node.sh"), Path.join(app, "scripts", "run-node.sh"))
 
     const install = await run("sh", ["-c", installCommand], { cwd: app, env: cleanEnv() }, 300_000)
     if (install.code !== 0) throw new Error(`${installCommand} failed (${install.code}):\n${install.output.slice(-3000)}`)

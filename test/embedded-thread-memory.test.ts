@@ -8,7 +8,7 @@ const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "..")
 const MiB = 1024 * 1024
 
 describe("the embedded database's thread", () => {
-  it("keeps a small young generation under npm start's semi-space, which the main thread keeps", () => {
+  it("keeps a small young generation under a 64 MiB semi-space (SERVICE_SEMI_SPACE_MB=64), which the main thread keeps", () => {
     // A process of its own: heap sizes are set when a thread's isolate is created.
     const run = spawnSync(
       process.execPath,

@@ -7,7 +7,7 @@ const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "..")
 const MiB = 1024 * 1024
 
 describe("the idle collector", () => {
-  it("gives back the young generation a burst grew, at npm start's semi-space, once quiet", () => {
+  it("gives back the young generation a burst grew, at npm start's semi-space on PostgreSQL (64 MiB), once quiet", () => {
     // A process of its own: the young generation's size is set when the process starts.
     const run = spawnSync(
       process.execPath,

@@ -62,7 +62,7 @@ const DEFAULTS: IdleCollectorOptions = {
 
 /**
  * Memory back once the service goes quiet. Under load V8 grows its young generation to its
- * two semi-spaces (128 MiB at `npm start`'s 64) and its old generation to up to four times
+ * two semi-spaces (128 MiB at `npm start`'s 64 on PostgreSQL) and its old generation to up to four times
  * the live heap (~140 MiB for ~40 live under the bench's load), and keeps both. Its own idle
  * "memory reducer" judges idleness by the allocation rate it saw at its last collection, so
  * after a burst it can wait minutes. So, every 2 s:
