@@ -14,12 +14,7 @@
 #   speed and keep ~220 MiB off the peak.
 # SERVICE_SEMI_SPACE_MB and SERVICE_HEAP_GROWING_PERCENT override them.
 #
-# Embedded, GLIBC_TUNABLES too (unless already set): two malloc arenas instead of one per thread,
-# and freed memory above 128 KiB handed back to the system; the database's thread and V8's
-# compiler threads otherwise keep ~30 MiB of freed memory resident in arenas of their own.
-# Other C libraries (musl, macOS) ignore it.
-#
-# STEADY_PRINT_COMMAND=1 prints the environment and command instead of running it (the bench
+# STEADY_PRINT_COMMAND=1 prints the command instead of running it, an argument a line (the bench
 # reads it so it runs the service as a user does).
 if [ -n "${DATABASE_URL:-}" ]; then
   semi=64
@@ -27,16 +22,13 @@ if [ -n "${DATABASE_URL:-}" ]; then
 else
   semi=16
   grow=50
-  : "${GLIBC_TUNABLES:=glibc.malloc.arena_max=2:glibc.malloc.trim_threshold=131072:glibc.malloc.mmap_threshold=131072}"
 fi
-[ -n "${GLIBC_TUNABLES:-}" ] && export GLIBC_TUNABLES
 set -- node \
   "--max-semi-space-size=${SERVICE_SEMI_SPACE_MB:-$semi}" \
   "--heap-growing-percent=${SERVICE_HEAP_GROWING_PERCENT:-$grow}" \
   --no-allocation-site-pretenuring \
   "$@"
 if [ -n "${STEADY_PRINT_COMMAND:-}" ]; then
-  [ -n "${GLIBC_TUNABLES:-}" ] && printf 'env GLIBC_TUNABLES=%s\n' "$GLIBC_TUNABLES"
   for arg in "$@"; do printf 'arg %s\n' "$arg"; done
   exit 0
 fi
