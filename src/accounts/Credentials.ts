@@ -50,13 +50,12 @@ export class Credentials extends Effect.Service<Credentials>()("steady/Credentia
     const sql = yield* SqlClient.SqlClient
     const cache = yield* CredentialCache
 
-    const insertToken = (userId: UserId, name: string) =>
-      Effect.gen(function*() {
-        const token = generateSecret()
-        const at = (yield* now).toISOString()
-        const row = yield* insertTokenRow(sql, { userId, name, digest: sha256(token), preview: token.slice(-8), at })
-        return { ...row, token }
-      })
+    const insertToken = Effect.fnUntraced(function*(userId: UserId, name: string) {
+      const token = generateSecret()
+      const at = (yield* now).toISOString()
+      const row = yield* insertTokenRow(sql, { userId, name, digest: sha256(token), preview: token.slice(-8), at })
+      return { ...row, token }
+    })
 
     const createToken = (userId: UserId, name: string) => Effect.orDie(insertToken(userId, name))
 

@@ -45,35 +45,33 @@ export const tokenRequest = (flags: { readonly user?: string; readonly name?: st
 }
 
 /** Creates the user if needed (Inbox, default slots) and a token for them. */
-export const issueToken = (flags: { readonly user?: string; readonly name?: string; readonly timezone?: string }) =>
-  Effect.gen(function*() {
-    const config = yield* AppConfig
-    const { name, timezone, username } = yield* tokenRequest(flags, config.defaultTimezone)
-    const user = yield* (yield* Users).findOrCreate(username, timezone)
-    const token = yield* (yield* Credentials).createToken(user.id, name)
-    return { token: token.token, id: token.id, name: token.name, userId: user.id, username: user.username } satisfies IssuedToken
-  })
+export const issueToken = Effect.fnUntraced(function*(flags: { readonly user?: string; readonly name?: string; readonly timezone?: string }) {
+  const config = yield* AppConfig
+  const { name, timezone, username } = yield* tokenRequest(flags, config.defaultTimezone)
+  const user = yield* (yield* Users).findOrCreate(username, timezone)
+  const token = yield* (yield* Credentials).createToken(user.id, name)
+  return { token: token.token, id: token.id, name: token.name, userId: user.id, username: user.username } satisfies IssuedToken
+})
 
 export const listUsers = Effect.flatMap(Users, (users) => users.list)
 
 /** Bounded: a request is a few hundred bytes; anything longer is not ours. */
 const MAX_LINE = 4096
 
-const answer = (line: string) =>
-  Effect.gen(function*() {
-    const request = yield* Effect.try({
-      try: () => JSON.parse(line) as ControlRequest,
-      catch: () => new ControlError({ message: "not a JSON request" })
-    })
-    switch (request?.command) {
-      case "create-token":
-        return yield* issueToken(request)
-      case "list-users":
-        return yield* listUsers
-      default:
-        return yield* Effect.fail(new ControlError({ message: "unknown command" }))
-    }
+const answer = Effect.fnUntraced(function*(line: string) {
+  const request = yield* Effect.try({
+    try: () => JSON.parse(line) as ControlRequest,
+    catch: () => new ControlError({ message: "not a JSON request" })
   })
+  switch (request?.command) {
+    case "create-token":
+      return yield* issueToken(request)
+    case "list-users":
+      return yield* listUsers
+    default:
+      return yield* Effect.fail(new ControlError({ message: "unknown command" }))
+  }
+})
 
 /** Listens on DATA_DIR/steady.sock while the embedded database is open; nothing on PostgreSQL. */
 export const LocalControlLive = Layer.scopedDiscard(

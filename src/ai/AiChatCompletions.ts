@@ -55,54 +55,53 @@ export const stripFence = (text: string) => {
 const finishReason = (reason: string | null | undefined) =>
   reason === "length" ? "length" as const : reason === "content_filter" ? "content-filter" as const : "stop" as const
 
-export const make = (model: string) =>
-  Effect.gen(function*() {
-    const client = yield* OpenAiClient.OpenAiClient
-    const http = client.client.httpClient
-    return yield* LanguageModel.make({
-      generateText: (options) =>
-        Effect.gen(function*() {
-          const format = options.responseFormat
-          const body = {
-            model,
-            messages: messagesOf(options.prompt),
-            ...(format.type === "json"
-              ? {
-                response_format: {
-                  type: "json_schema",
-                  json_schema: { name: format.objectName, schema: Tool.getJsonSchemaFromSchemaAst(format.schema.ast), strict: false }
-                }
+export const make = Effect.fnUntraced(function*(model: string) {
+  const client = yield* OpenAiClient.OpenAiClient
+  const http = client.client.httpClient
+  return yield* LanguageModel.make({
+    generateText: (options) =>
+      Effect.gen(function*() {
+        const format = options.responseFormat
+        const body = {
+          model,
+          messages: messagesOf(options.prompt),
+          ...(format.type === "json"
+            ? {
+              response_format: {
+                type: "json_schema",
+                json_schema: { name: format.objectName, schema: Tool.getJsonSchemaFromSchemaAst(format.schema.ast), strict: false }
               }
-              : {})
-          }
-          const response = yield* http.execute(HttpClientRequest.bodyUnsafeJson(HttpClientRequest.post("/chat/completions"), body)).pipe(
-            Effect.flatMap(HttpClientResponse.filterStatusOk),
-            Effect.flatMap(HttpClientResponse.schemaBodyJson(ChatAnswer)),
-            Effect.scoped,
-            Effect.catchTags({
-              RequestError: (error) => AiError.HttpRequestError.fromRequestError({ module: "ChatCompletions", method: "generateText", error }),
-              ResponseError: (error) => AiError.HttpResponseError.fromResponseError({ module: "ChatCompletions", method: "generateText", error }),
-              ParseError: (error) => AiError.MalformedOutput.fromParseError({ module: "ChatCompletions", method: "generateText", error })
-            })
-          )
-          const choice = response.choices[0]!
-          const raw = choice.message.content ?? ""
-          const parts: Array<any> = [{ type: "text", text: format.type === "json" ? stripFence(raw) : raw }]
-          parts.push({
-            type: "finish",
-            reason: finishReason(choice.finish_reason),
-            usage: {
-              inputTokens: response.usage?.prompt_tokens,
-              outputTokens: response.usage?.completion_tokens,
-              totalTokens: response.usage?.total_tokens
             }
+            : {})
+        }
+        const response = yield* http.execute(HttpClientRequest.bodyUnsafeJson(HttpClientRequest.post("/chat/completions"), body)).pipe(
+          Effect.flatMap(HttpClientResponse.filterStatusOk),
+          Effect.flatMap(HttpClientResponse.schemaBodyJson(ChatAnswer)),
+          Effect.scoped,
+          Effect.catchTags({
+            RequestError: (error) => AiError.HttpRequestError.fromRequestError({ module: "ChatCompletions", method: "generateText", error }),
+            ResponseError: (error) => AiError.HttpResponseError.fromResponseError({ module: "ChatCompletions", method: "generateText", error }),
+            ParseError: (error) => AiError.MalformedOutput.fromParseError({ module: "ChatCompletions", method: "generateText", error })
           })
-          return parts
-        }),
-      streamText: () =>
-        Stream.fail(new AiError.UnknownError({ module: "ChatCompletions", method: "streamText", description: "streaming is not used" }))
-    })
+        )
+        const choice = response.choices[0]!
+        const raw = choice.message.content ?? ""
+        const parts: Array<any> = [{ type: "text", text: format.type === "json" ? stripFence(raw) : raw }]
+        parts.push({
+          type: "finish",
+          reason: finishReason(choice.finish_reason),
+          usage: {
+            inputTokens: response.usage?.prompt_tokens,
+            outputTokens: response.usage?.completion_tokens,
+            totalTokens: response.usage?.total_tokens
+          }
+        })
+        return parts
+      }),
+    streamText: () =>
+      Stream.fail(new AiError.UnknownError({ module: "ChatCompletions", method: "streamText", description: "streaming is not used" }))
   })
+})
 
 /** The language model for `model`, given an `OpenAiClient`. */
 export const layer = (model: string) => Layer.effect(LanguageModel.LanguageModel, make(model))

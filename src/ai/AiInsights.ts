@@ -40,23 +40,22 @@ export class AiInsights extends Effect.Service<AiInsights>()("steady/AiInsights"
 
     const candidates = (user: CurrentUserShape, now: Date) => insightCandidates(sql, user.id, now, INSIGHTS_MAX_TASKS)
 
-    const runChunk = (user: CurrentUserShape, sessionId: string, chunk: ReadonlyArray<InsightCandidate>, context: string) =>
-      Effect.gen(function*() {
-        const now = yield* clockNow
-        const prompt = fill(gateway.promptText("insights"), {
-          local_now: localNow(now, user.timezone),
-          zone: user.timezone,
-          ai_context: context,
-          tasks: chunk.map((t) =>
-            `${t.id} | P${t.priority} | ${t.ageDays} | ${t.due_at === null ? "no date" : localDate(new Date(t.due_at), user.timezone)} | ${
-              t.title.replace(/\s+/g, " ").slice(0, 200)
-            }`
-          ).join("\n")
-        })
-        const answer = yield* gateway.object("insights", user.id, prompt, InsightsAnswer, "insights", tuning.insightsTimeout)
-        const results = checkInsights(answer, chunk)
-        yield* recordChunk(sql, sessionId, results, chunk.length, (yield* clockNow).toISOString())
+    const runChunk = Effect.fnUntraced(function*(user: CurrentUserShape, sessionId: string, chunk: ReadonlyArray<InsightCandidate>, context: string) {
+      const now = yield* clockNow
+      const prompt = fill(gateway.promptText("insights"), {
+        local_now: localNow(now, user.timezone),
+        zone: user.timezone,
+        ai_context: context,
+        tasks: chunk.map((t) =>
+          `${t.id} | P${t.priority} | ${t.ageDays} | ${t.due_at === null ? "no date" : localDate(new Date(t.due_at), user.timezone)} | ${
+            t.title.replace(/\s+/g, " ").slice(0, 200)
+          }`
+        ).join("\n")
       })
+      const answer = yield* gateway.object("insights", user.id, prompt, InsightsAnswer, "insights", tuning.insightsTimeout)
+      const results = checkInsights(answer, chunk)
+      yield* recordChunk(sql, sessionId, results, chunk.length, (yield* clockNow).toISOString())
+    })
 
     const finish = (sessionId: string, error: string | null) =>
       Effect.flatMap(clockNow, (now) => finishSession(sql, sessionId, error, now.toISOString()))

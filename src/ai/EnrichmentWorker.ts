@@ -55,15 +55,14 @@ export const EnrichmentWorkerLive = Layer.scopedDiscard(
     // A finished request frees its slot and wakes the loop, so the next one starts at once.
     const release = Effect.zipRight(Ref.update(slotsUsed, (n) => n - 1), queue.wake)
 
-    const failed = (claimed: ClaimedEnrichment, error: AiFailure | AiOff) =>
-      Effect.gen(function*() {
-        const reason = error._tag === "AiFailure" ? error.reason : error.message
-        yield* Ref.update(failuresInARow, (n) => n + 1)
-        const now = yield* clockNow
-        const delay = yield* retryDelayAfter(tuning.enrichmentRetryDelays, claimed.attempts + 1)
-        if (delay === undefined) yield* queue.finish(claimed, "failed", reason, now)
-        else yield* queue.retryLater(claimed, delay, reason, now)
-      })
+    const failed = Effect.fnUntraced(function*(claimed: ClaimedEnrichment, error: AiFailure | AiOff) {
+      const reason = error._tag === "AiFailure" ? error.reason : error.message
+      yield* Ref.update(failuresInARow, (n) => n + 1)
+      const now = yield* clockNow
+      const delay = yield* retryDelayAfter(tuning.enrichmentRetryDelays, claimed.attempts + 1)
+      if (delay === undefined) yield* queue.finish(claimed, "failed", reason, now)
+      else yield* queue.retryLater(claimed, delay, reason, now)
+    })
 
     const handle = (claimed: ClaimedEnrichment) =>
       enrichment.run(claimed).pipe(

@@ -176,22 +176,21 @@ export class ChangeHub extends Effect.Service<ChangeHub>()("steady/ChangeHub", {
      * session was signed out (or expired) gets nothing more and ends. Begun after a read, the
      * lookup sees every revocation that committed before anything that read returned.
      */
-    const recheck = (streams: Iterable<Subscriber>) =>
-      Effect.gen(function*() {
-        const held = [...streams].filter((s) => !s.ended && s.credential !== undefined)
-        if (held.length === 0) return
-        const mark = credentials.revocationMark()
-        const stands = yield* credentials.standing(held.map((s) => s.credential!))
-        for (const s of held) {
-          if (s.ended) continue
-          if (stands(s.credential!)) {
-            s.checked = mark
-            continue
-          }
-          s.out.push(": credentials revoked\n\n")
-          end(s)
+    const recheck = Effect.fnUntraced(function*(streams: Iterable<Subscriber>) {
+      const held = [...streams].filter((s) => !s.ended && s.credential !== undefined)
+      if (held.length === 0) return
+      const mark = credentials.revocationMark()
+      const stands = yield* credentials.standing(held.map((s) => s.credential!))
+      for (const s of held) {
+        if (s.ended) continue
+        if (stands(s.credential!)) {
+          s.checked = mark
+          continue
         }
-      })
+        s.out.push(": credentials revoked\n\n")
+        end(s)
+      }
+    })
 
     /**
      * Hands a batch to the attached streams. `rechecked`: streams whose credential was looked

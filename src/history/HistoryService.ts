@@ -40,31 +40,30 @@ export class History extends Effect.Service<History>()("steady/History", {
      * Without a range: today, this week (the user's calendar week by week_start), this
      * calendar month and all time, all on the user's local calendar.
      */
-    const summary = (user: CurrentUserShape) =>
-      Effect.gen(function*() {
-        const prefs = yield* preferences.get(user)
-        const now = yield* clockNow
-        const p = localParts(now, prefs.timezone)
-        const today = dateText(p)
-        const weekStartDay = prefs.week_start === "monday" ? 1 : 0
-        const back = (p.weekday - weekStartDay + 7) % 7
-        const weekStart = dateText(addDays(p.year, p.month, p.day, -back))
-        const monthStart = `${pad(p.year, 4)}-${pad(p.month)}-01`
-        const row = yield* oneDay(sql, user.id, today)
-        return {
-          today: {
-            id: row.id,
-            user_id: user.id,
-            date: today,
-            completions: row.completions ?? 0,
-            tasks_created: row.tasks_created ?? 0,
-            snoozes: row.snoozes ?? 0
-          },
-          week: yield* totals(user.id, weekStart, today),
-          month: yield* totals(user.id, monthStart, today),
-          all_time: yield* totals(user.id, undefined, undefined)
-        }
-      })
+    const summary = Effect.fnUntraced(function*(user: CurrentUserShape) {
+      const prefs = yield* preferences.get(user)
+      const now = yield* clockNow
+      const p = localParts(now, prefs.timezone)
+      const today = dateText(p)
+      const weekStartDay = prefs.week_start === "monday" ? 1 : 0
+      const back = (p.weekday - weekStartDay + 7) % 7
+      const weekStart = dateText(addDays(p.year, p.month, p.day, -back))
+      const monthStart = `${pad(p.year, 4)}-${pad(p.month)}-01`
+      const row = yield* oneDay(sql, user.id, today)
+      return {
+        today: {
+          id: row.id,
+          user_id: user.id,
+          date: today,
+          completions: row.completions ?? 0,
+          tasks_created: row.tasks_created ?? 0,
+          snoozes: row.snoozes ?? 0
+        },
+        week: yield* totals(user.id, weekStart, today),
+        month: yield* totals(user.id, monthStart, today),
+        all_time: yield* totals(user.id, undefined, undefined)
+      }
+    })
 
     const range = (user: CurrentUserShape, start: string, end: string) =>
       Effect.map(daysBetween(sql, user.id, start, end), (stats) => ({ stats }))

@@ -114,19 +114,18 @@ export const errorResponse = Effect.fnUntraced(function*(cause: Cause.Cause<unkn
  * routes, malformed JSON and oversized bodies all leave in our envelope, and nothing
  * unexpected leaves as a stack trace.
  */
-export const withErrorEnvelope = <E, R>(app: HttpApp.Default<E, R>) =>
-  Effect.gen(function*() {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    const length = Number(request.headers["content-length"] ?? "0")
-    if (Number.isFinite(length) && length > MAX_BODY_BYTES) return tooLarge()
-    const refused = refusedOnLiteralPath(request.method, request.url)
-    if (refused !== undefined) return notAllowed(request, refused)
-    return yield* guardBody(request, MAX_BODY_BYTES, MAX_JSON_DEPTH).pipe(
-      Effect.zipRight(app),
-      HttpIncomingMessage.withMaxBodySize(Option.some(MAX_BODY_BYTES)),
-      Effect.catchAllCause(errorResponse)
-    )
-  })
+export const withErrorEnvelope = Effect.fnUntraced(function*<E, R>(app: HttpApp.Default<E, R>) {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const length = Number(request.headers["content-length"] ?? "0")
+  if (Number.isFinite(length) && length > MAX_BODY_BYTES) return tooLarge()
+  const refused = refusedOnLiteralPath(request.method, request.url)
+  if (refused !== undefined) return notAllowed(request, refused)
+  return yield* guardBody(request, MAX_BODY_BYTES, MAX_JSON_DEPTH).pipe(
+    Effect.zipRight(app),
+    HttpIncomingMessage.withMaxBodySize(Option.some(MAX_BODY_BYTES)),
+    Effect.catchAllCause(errorResponse)
+  )
+})
 
 /**
  * The envelope as an HttpApi-level middleware, for the server this package runs itself,

@@ -60,31 +60,29 @@ export class TaskLifecycle extends Effect.Service<TaskLifecycle>()("steady/TaskL
      * Closes a locked quota's current period early (done with close_period, spec §3), on its
      * owner's calendar, for bulk done. Refused for a quota in the trash.
      */
-    const closePeriodStep = (tx: Tx, current: TaskRow) =>
-      Effect.gen(function*() {
-        if (current.deleted_at !== null) {
-          return yield* Effect.fail(ValidationError.of("Cannot close the period of a quota in the trash; restore it first"))
-        }
-        const last = yield* quotas.closeEarly(tx, current, yield* calendars.ofTask(current))
-        yield* tx.update(TasksTable, current.id, last.writes, { current: last.current })
-      })
+    const closePeriodStep = Effect.fnUntraced(function*(tx: Tx, current: TaskRow) {
+      if (current.deleted_at !== null) {
+        return yield* Effect.fail(ValidationError.of("Cannot close the period of a quota in the trash; restore it first"))
+      }
+      const last = yield* quotas.closeEarly(tx, current, yield* calendars.ofTask(current))
+      yield* tx.update(TasksTable, current.id, last.writes, { current: last.current })
+    })
 
     /**
      * Marks a locked task done inside a bulk transaction. The next occurrence is on the
      * owner's calendar, whoever completes it (README: whose calendar).
      */
-    const doneStep = (tx: Tx, current: TaskRow) =>
-      Effect.gen(function*() {
-        const id = current.id
-        const { zone } = yield* calendars.ofTask(current)
-        const plan = yield* planDone(current, zone, tx.now)
-        // The completion record is inserted by the UPDATE's statement.
-        const write = { current, alsoInsert: insertion(CompletionsTable, completionRow(tx, current, plan.dueAtWas, plan.dueAtNext)) }
-        const { wire: task } = yield* tx.updateWire(TasksTable, id, plan.writes, write)
-        tx.count("completions")
-        tx.emit({ event: "task.completed", taskId: id, data: { task: task as JsonValue } })
-        return { ...task, was_recurring: plan.wasRecurring, next_due_at: plan.nextDueAt }
-      })
+    const doneStep = Effect.fnUntraced(function*(tx: Tx, current: TaskRow) {
+      const id = current.id
+      const { zone } = yield* calendars.ofTask(current)
+      const plan = yield* planDone(current, zone, tx.now)
+      // The completion record is inserted by the UPDATE's statement.
+      const write = { current, alsoInsert: insertion(CompletionsTable, completionRow(tx, current, plan.dueAtWas, plan.dueAtNext)) }
+      const { wire: task } = yield* tx.updateWire(TasksTable, id, plan.writes, write)
+      tx.count("completions")
+      tx.emit({ event: "task.completed", taskId: id, data: { task: task as JsonValue } })
+      return { ...task, was_recurring: plan.wasRecurring, next_due_at: plan.nextDueAt }
+    })
 
     /**
      * done, one transaction that locks the task once, with its owner's calendar. A plain
@@ -119,69 +117,69 @@ export class TaskLifecycle extends Effect.Service<TaskLifecycle>()("steady/TaskL
       return wire.with({ was_recurring: plan.wasRecurring, next_due_at: plan.nextDueAt })
     })
 
+    const undoneBody = Effect.fnUntraced(function*(tx: Tx, user: CurrentUserShape, id: TaskId) {
+      const current = yield* queries.lockVisible(user, id)
+      const [last, previous] = yield* completions(id)
+      const writes = yield* planUndone(current, last, previous?.completed_at ?? null)
+      const fields = yield* tx.update(TasksTable, id, writes)
+      if (last !== undefined) {
+        yield* tx.remove(CompletionsTable, last.id)
+        tx.count("completions", -1, new Date(last.completed_at))
+      }
+      const task = yield* queries.wire(id)
+      tx.emit({ event: "task.updated", taskId: id, data: { task: task as JsonValue, fields_changed: [...fields] } })
+      tx.describe(`Marked ${quoted(current.title)} not done`)
+      return task
+    })
     const undone = (user: CurrentUserShape, id: TaskId) =>
-      mutations.run({ user, action: "undone" }, (tx) =>
-        Effect.gen(function*() {
-          const current = yield* queries.lockVisible(user, id)
-          const [last, previous] = yield* completions(id)
-          const writes = yield* planUndone(current, last, previous?.completed_at ?? null)
-          const fields = yield* tx.update(TasksTable, id, writes)
-          if (last !== undefined) {
-            yield* tx.remove(CompletionsTable, last.id)
-            tx.count("completions", -1, new Date(last.completed_at))
-          }
-          const task = yield* queries.wire(id)
-          tx.emit({ event: "task.updated", taskId: id, data: { task: task as JsonValue, fields_changed: [...fields] } })
-          tx.describe(`Marked ${quoted(current.title)} not done`)
-          return task
-        }))
+      mutations.run({ user, action: "undone" }, (tx) => undoneBody(tx, user, id))
 
     /** Skips a locked task's occurrence inside a transaction, on the owner's calendar. */
-    const skipStep = (tx: Tx, current: TaskRow) =>
-      Effect.gen(function*() {
-        const id = current.id
-        const { zone } = yield* calendars.ofTask(current)
-        const plan = yield* planSkip(current, zone, tx.now)
-        yield* tx.update(TasksTable, id, plan.writes)
-        const task = yield* queries.wire(id)
-        tx.emit({ event: "task.skipped", taskId: id, data: { task: task as JsonValue } })
-        const description = plan.nextDueAt !== null
-          ? `Skipped ${quoted(current.title)}; next occurrence ${plan.nextDueAt}`
-          : `Skipped ${quoted(current.title)}`
-        return { ...task, was_recurring: plan.wasRecurring, description }
-      })
+    const skipStep = Effect.fnUntraced(function*(tx: Tx, current: TaskRow) {
+      const id = current.id
+      const { zone } = yield* calendars.ofTask(current)
+      const plan = yield* planSkip(current, zone, tx.now)
+      yield* tx.update(TasksTable, id, plan.writes)
+      const task = yield* queries.wire(id)
+      tx.emit({ event: "task.skipped", taskId: id, data: { task: task as JsonValue } })
+      const description = plan.nextDueAt !== null
+        ? `Skipped ${quoted(current.title)}; next occurrence ${plan.nextDueAt}`
+        : `Skipped ${quoted(current.title)}`
+      return { ...task, was_recurring: plan.wasRecurring, description }
+    })
 
+    const skipBody = Effect.fnUntraced(function*(tx: Tx, user: CurrentUserShape, id: TaskId) {
+      const current = yield* queries.lockVisible(user, id)
+      const result = yield* skipStep(tx, current)
+      tx.describe(result.description)
+      return result
+    })
     const skip = (user: CurrentUserShape, id: TaskId) =>
-      mutations.run({ user, action: "skip" }, (tx) =>
-        Effect.gen(function*() {
-          const current = yield* queries.lockVisible(user, id)
-          const result = yield* skipStep(tx, current)
-          tx.describe(result.description)
-          return result
-        }))
+      mutations.run({ user, action: "skip" }, (tx) => skipBody(tx, user, id))
 
     /** Snoozes a locked task inside a transaction. */
-    const snoozeStep = (tx: Tx, current: TaskRow, until: Date, options: SnoozeOptions) =>
-      Effect.gen(function*() {
-        const id = current.id
-        const writes = yield* planSnooze(current, until, options)
-        yield* tx.update(TasksTable, id, writes)
-        tx.count("snoozes")
-        const task = yield* queries.wire(id)
-        const previous = current.due_at
-        tx.emit({ event: "task.snoozed", taskId: id, data: { task: task as JsonValue, previous_due_at: previous } })
-        const description = `Snoozed ${quoted(current.title)} until ${task.due_at}`
-        return { ...task, previous_due_at: previous, description }
-      })
+    const snoozeStep = Effect.fnUntraced(function*(tx: Tx, current: TaskRow, until: Date, options: SnoozeOptions) {
+      const id = current.id
+      const writes = yield* planSnooze(current, until, options)
+      yield* tx.update(TasksTable, id, writes)
+      tx.count("snoozes")
+      const task = yield* queries.wire(id)
+      const previous = current.due_at
+      tx.emit({ event: "task.snoozed", taskId: id, data: { task: task as JsonValue, previous_due_at: previous } })
+      const description = `Snoozed ${quoted(current.title)} until ${task.due_at}`
+      return { ...task, previous_due_at: previous, description }
+    })
 
+    const snoozeBody = Effect.fnUntraced(
+      function*(tx: Tx, user: CurrentUserShape, id: TaskId, until: Date, options: SnoozeOptions) {
+        const current = yield* queries.lockVisible(user, id)
+        const result = yield* snoozeStep(tx, current, until, options)
+        tx.describe(result.description)
+        return result
+      }
+    )
     const snooze = (user: CurrentUserShape, id: TaskId, until: Date, options: SnoozeOptions) =>
-      mutations.run({ user, action: "snooze" }, (tx) =>
-        Effect.gen(function*() {
-          const current = yield* queries.lockVisible(user, id)
-          const result = yield* snoozeStep(tx, current, until, options)
-          tx.describe(result.description)
-          return result
-        }))
+      mutations.run({ user, action: "snooze" }, (tx) => snoozeBody(tx, user, id, until, options))
 
     const done = (user: CurrentUserShape, id: TaskId, options: DoneOptions = { closePeriod: false }) =>
       doneWith(mutations.run, user, id, options)

@@ -36,23 +36,22 @@ export class Notifications extends Effect.Service<Notifications>()("steady/Notif
     const lifecycle = yield* TaskLifecycle
     const tasks = yield* Tasks
 
-    const act = (token: string, action: NotificationAction, taskId: TaskId) =>
-      Effect.gen(function*() {
-        const found = yield* credentials.verifyToken(token)
-        if (Option.isNone(found)) return yield* Effect.fail(new Unauthorized({ message: "Invalid API token" }))
-        const user = found.value.user
-        switch (action) {
-          case "done":
-            return { action, task_id: taskId, task: asTask(yield* lifecycle.done(user, taskId)) }
-          case "delete":
-            return { action, task_id: taskId, task: asTask(yield* tasks.trash(user, taskId)) }
-          default: {
-            const until = snoozeUntil(action, yield* clockNow)
-            const task = yield* lifecycle.snooze(user, taskId, until, { allowPastDeadline: true, capAtDeadline: false })
-            return { action, task_id: taskId, until: until.toISOString(), task: asTask(task) }
-          }
+    const act = Effect.fnUntraced(function*(token: string, action: NotificationAction, taskId: TaskId) {
+      const found = yield* credentials.verifyToken(token)
+      if (Option.isNone(found)) return yield* Effect.fail(new Unauthorized({ message: "Invalid API token" }))
+      const user = found.value.user
+      switch (action) {
+        case "done":
+          return { action, task_id: taskId, task: asTask(yield* lifecycle.done(user, taskId)) }
+        case "delete":
+          return { action, task_id: taskId, task: asTask(yield* tasks.trash(user, taskId)) }
+        default: {
+          const until = snoozeUntil(action, yield* clockNow)
+          const task = yield* lifecycle.snooze(user, taskId, until, { allowPastDeadline: true, capAtDeadline: false })
+          return { action, task_id: taskId, until: until.toISOString(), task: asTask(task) }
         }
-      })
+      }
+    })
 
     return { act } as const
   })

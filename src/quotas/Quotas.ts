@@ -72,27 +72,26 @@ export class Quotas extends Effect.Service<Quotas>()("steady/Quotas", {
      * moves the task to the period containing now. Answers how many periods it closed and the
      * row as it leaves it, so the caller writes on without reading the row again.
      */
-    const closeEnded = (tx: Tx, row: TaskRow, settings: PeriodSettings) =>
-      Effect.gen(function*() {
-        const closing = closingOf(quotaState(row), settings, tx.now)
-        if (closing === undefined) return { closed: 0, row }
-        const target = row.progress_target
-        for (const { count, period } of closing.closed) yield* recordPeriod(tx, row, period, count, target, false)
-        const writes: Writes<TaskRow> = {
-          progress_current: 0,
-          progress_period_start: iso(closing.next.start),
-          progress_period_end: iso(closing.next.end),
-          ...(closing.completion !== undefined
-            ? {
-              completion_count: closing.completion.completionCount,
-              first_completed_at: closing.completion.firstCompletedAt,
-              last_completed_at: closing.completion.lastCompletedAt
-            }
-            : {})
-        }
-        yield* tx.update(TasksTable, row.id, writes, { current: row })
-        return { closed: closing.closed.length, row: { ...row, ...writes } }
-      })
+    const closeEnded = Effect.fnUntraced(function*(tx: Tx, row: TaskRow, settings: PeriodSettings) {
+      const closing = closingOf(quotaState(row), settings, tx.now)
+      if (closing === undefined) return { closed: 0, row }
+      const target = row.progress_target
+      for (const { count, period } of closing.closed) yield* recordPeriod(tx, row, period, count, target, false)
+      const writes: Writes<TaskRow> = {
+        progress_current: 0,
+        progress_period_start: iso(closing.next.start),
+        progress_period_end: iso(closing.next.end),
+        ...(closing.completion !== undefined
+          ? {
+            completion_count: closing.completion.completionCount,
+            first_completed_at: closing.completion.firstCompletedAt,
+            last_completed_at: closing.completion.lastCompletedAt
+          }
+          : {})
+      }
+      yield* tx.update(TasksTable, row.id, writes, { current: row })
+      return { closed: closing.closed.length, row: { ...row, ...writes } }
+    })
 
     /**
      * The rollover a user's write on a quota owes first (progress, done with close_period):
@@ -105,56 +104,54 @@ export class Quotas extends Effect.Service<Quotas>()("steady/Quotas", {
         ? Effect.succeed(row)
         : Effect.map(tx.upkeep(ownerOf(row.user_id, calendar.zone), closeEnded(tx, row, calendar)), (closed) => closed.row)
 
-    const recordPeriod = (tx: Tx, row: TaskRow, period: Period, count: number, target: number, early: boolean) =>
-      Effect.gen(function*() {
-        const met = count >= target
-        yield* tx.insert(QuotaPeriodsTable, {
+    const recordPeriod = Effect.fnUntraced(function*(tx: Tx, row: TaskRow, period: Period, count: number, target: number, early: boolean) {
+      const met = count >= target
+      yield* tx.insert(QuotaPeriodsTable, {
+        task_id: row.id,
+        user_id: row.user_id,
+        period_start: iso(period.start),
+        period_end: iso(period.end),
+        count,
+        target,
+        met,
+        closed_at: iso(tx.now),
+        closed_early: early
+      })
+      if (met) {
+        yield* tx.insert(CompletionsTable, {
           task_id: row.id,
           user_id: row.user_id,
-          period_start: iso(period.start),
-          period_end: iso(period.end),
-          count,
-          target,
-          met,
-          closed_at: iso(tx.now),
-          closed_early: early
+          completed_at: iso(period.end),
+          due_at_was: null,
+          due_at_next: null,
+          task_title: row.title,
+          project_id: row.project_id,
+          is_reminder: false,
+          is_tracked: row.is_tracked,
+          progress_target: target
         })
-        if (met) {
-          yield* tx.insert(CompletionsTable, {
-            task_id: row.id,
-            user_id: row.user_id,
-            completed_at: iso(period.end),
-            due_at_was: null,
-            due_at_next: null,
-            task_title: row.title,
-            project_id: row.project_id,
-            is_reminder: false,
-            is_tracked: row.is_tracked,
-            progress_target: target
-          })
-          // The completion belongs to the period's last local day.
-          tx.count("completions", 1, new Date(Math.min(period.end.getTime() - 1, tx.now.getTime())))
-        }
-      })
+        // The completion belongs to the period's last local day.
+        tx.count("completions", 1, new Date(Math.min(period.end.getTime() - 1, tx.now.getTime())))
+      }
+    })
 
     const ownerOf = (userId: UserId, zone: string): CurrentUserShape => ({ id: userId, username: "", timezone: zone })
 
     /** Rollover of one quota in its own transaction: no undo entry, no webhook. */
-    const rollover = (taskId: TaskId) =>
-      Effect.gen(function*() {
-        const owner = yield* taskOwner(sql, taskId)
-        if (owner === undefined) return 0
-        const settings = yield* calendars.of(owner)
-        return yield* mutations.run(
-          { user: ownerOf(owner, settings.zone), action: "rollover", undoable: false },
-          (tx) =>
-            Effect.gen(function*() {
-              const row = yield* tx.lock(TasksTable, taskId)
-              if (row === undefined || row.done || row.deleted_at !== null) return 0
-              return (yield* closeEnded(tx, row, settings)).closed
-            })
-        )
-      })
+    const rollover = Effect.fnUntraced(function*(taskId: TaskId) {
+      const owner = yield* taskOwner(sql, taskId)
+      if (owner === undefined) return 0
+      const settings = yield* calendars.of(owner)
+      return yield* mutations.run(
+        { user: ownerOf(owner, settings.zone), action: "rollover", undoable: false },
+        (tx) =>
+          Effect.gen(function*() {
+            const row = yield* tx.lock(TasksTable, taskId)
+            if (row === undefined || row.done || row.deleted_at !== null) return 0
+            return (yield* closeEnded(tx, row, settings)).closed
+          })
+      )
+    })
 
     /**
      * One sweep: every quota whose period has ended, oldest first, read through the partial
@@ -167,56 +164,54 @@ export class Quotas extends Effect.Service<Quotas>()("steady/Quotas", {
      * cannot deadlock with a write holding several), so when a sweep returns every period
      * ended by its start is recorded, whoever recorded it.
      */
-    const sweep = (batch = SWEEP_BATCH) =>
-      Effect.gen(function*() {
-        const now = yield* clockNow
-        // Batches write one after the other on a connection; two workers keep the server's
-        // cores busy (on the embedded database they simply take turns).
-        const worker = Effect.gen(function*() {
-          let closed = 0
-          let cursor: SweepCursor | undefined = undefined
-          for (;;) {
-            const result: BatchResult = yield* closeBatch(sql, now, cursor, batch)
-            closed += result.closed
-            cursor = result.cursor
-            if (result.claimed < batch) return closed
-          }
-        })
-        const shares = yield* Effect.all(Array.from({ length: SWEEP_WORKERS }, () => worker), { concurrency: "unbounded" })
-        let closed = shares.reduce((sum, n) => sum + n, 0)
+    const sweep = Effect.fnUntraced(function*(batch = SWEEP_BATCH) {
+      const now = yield* clockNow
+      // Batches write one after the other on a connection; two workers keep the server's
+      // cores busy (on the embedded database they simply take turns).
+      const worker = Effect.gen(function*() {
+        let closed = 0
         let cursor: SweepCursor | undefined = undefined
         for (;;) {
-          const result: BatchResult = yield* closeBatch(sql, now, cursor, 1, false)
+          const result: BatchResult = yield* closeBatch(sql, now, cursor, batch)
           closed += result.closed
           cursor = result.cursor
-          if (result.claimed === 0) return closed
+          if (result.claimed < batch) return closed
         }
       })
+      const shares = yield* Effect.all(Array.from({ length: SWEEP_WORKERS }, () => worker), { concurrency: "unbounded" })
+      let closed = shares.reduce((sum, n) => sum + n, 0)
+      let cursor: SweepCursor | undefined = undefined
+      for (;;) {
+        const result: BatchResult = yield* closeBatch(sql, now, cursor, 1, false)
+        closed += result.closed
+        cursor = result.cursor
+        if (result.claimed === 0) return closed
+      }
+    })
 
     /**
      * done with close_period: the current period closes now; the rest of it starts afresh.
      * Answers the last write on the row (and the row it applies to) for the caller to make:
      * a single done sends it with its commit statement.
      */
-    const closeEarly = (tx: Tx, row: TaskRow, settings: PeriodSettings) =>
-      Effect.gen(function*() {
-        if (row.progress_period_start === null || row.progress_period_end === null) {
-          // A legacy quota without a period: what accumulated closes now.
-          const period = { start: new Date(row.created_at), end: tx.now }
-          yield* recordPeriod(tx, row, period, row.progress_current, row.progress_target, true)
-          return { current: row, writes: completionFields(row, row.progress_current >= row.progress_target, tx.now) }
-        }
-        const fresh = (yield* closeEnded(tx, row, settings)).row
-        // closeEnded leaves the period set: it moves it, never clears it.
-        const period = { start: new Date(fresh.progress_period_start!), end: tx.now }
-        const count = fresh.progress_current
-        const met = count >= fresh.progress_target
-        yield* recordPeriod(tx, fresh, period, count, fresh.progress_target, true)
-        return {
-          current: fresh,
-          writes: { ...completionFields(fresh, met, tx.now), progress_period_start: iso(tx.now) }
-        }
-      })
+    const closeEarly = Effect.fnUntraced(function*(tx: Tx, row: TaskRow, settings: PeriodSettings) {
+      if (row.progress_period_start === null || row.progress_period_end === null) {
+        // A legacy quota without a period: what accumulated closes now.
+        const period = { start: new Date(row.created_at), end: tx.now }
+        yield* recordPeriod(tx, row, period, row.progress_current, row.progress_target, true)
+        return { current: row, writes: completionFields(row, row.progress_current >= row.progress_target, tx.now) }
+      }
+      const fresh = (yield* closeEnded(tx, row, settings)).row
+      // closeEnded leaves the period set: it moves it, never clears it.
+      const period = { start: new Date(fresh.progress_period_start!), end: tx.now }
+      const count = fresh.progress_current
+      const met = count >= fresh.progress_target
+      yield* recordPeriod(tx, fresh, period, count, fresh.progress_target, true)
+      return {
+        current: fresh,
+        writes: { ...completionFields(fresh, met, tx.now), progress_period_start: iso(tx.now) }
+      }
+    })
 
     const completionFields = (row: TaskRow, met: boolean, now: Date): Writes<TaskRow> => ({
       progress_current: 0,
@@ -298,11 +293,10 @@ export class Quotas extends Effect.Service<Quotas>()("steady/Quotas", {
       })
 
     /** GET /api/quotas: open quotas; a period that ended but is not rolled yet counts 0. */
-    const listJson = (user: CurrentUserShape) =>
-      Effect.gen(function*() {
-        const now = yield* clockNow
-        return yield* quotaListJson(sql, user.id, now)
-      })
+    const listJson = Effect.fnUntraced(function*(user: CurrentUserShape) {
+      const now = yield* clockNow
+      return yield* quotaListJson(sql, user.id, now)
+    })
 
     const progress = (user: CurrentUserShape, id: TaskId, delta: number) => progressWith(mutations.run, user, id, delta)
     /** `progress` under an Idempotency-Key: the answer is recorded with the key by the same statement. */

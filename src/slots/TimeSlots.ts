@@ -23,13 +23,12 @@ export class TimeSlots extends Effect.Service<TimeSlots>()("steady/TimeSlots", {
     const preferences = yield* PreferencesService
 
     /** sort_order follows start_time: slots are always in time order, never reordered by hand. */
-    const renumber = (tx: Tx, userId: UserId) =>
-      Effect.gen(function*() {
-        const slots = yield* slotsOf(sql, userId)
-        for (const [index, slot] of slots.entries()) {
-          if (slot.sort_order !== index) yield* tx.update(TimeSlotsTable, slot.id, { sort_order: index })
-        }
-      })
+    const renumber = Effect.fnUntraced(function*(tx: Tx, userId: UserId) {
+      const slots = yield* slotsOf(sql, userId)
+      for (const [index, slot] of slots.entries()) {
+        if (slot.sort_order !== index) yield* tx.update(TimeSlotsTable, slot.id, { sort_order: index })
+      }
+    })
 
     const list = (user: CurrentUserShape) =>
       Effect.map(slotsOf(sql, user.id), (time_slots) => ({ time_slots, count: time_slots.length }))
@@ -40,21 +39,21 @@ export class TimeSlots extends Effect.Service<TimeSlots>()("steady/TimeSlots", {
         : Effect.void
 
     const create = (user: CurrentUserShape, label: string, startTime: string) =>
-      mutations.run({ user, action: "time_slot_create" }, (tx) =>
-        Effect.gen(function*() {
-          const slots = yield* lockedSlotsOf(sql, user.id)
-          yield* checkFree(slots, startTime)
-          const row = yield* tx.insert(TimeSlotsTable, {
-            user_id: user.id,
-            label: Label(label),
-            start_time: startTime,
-            sort_order: slots.length,
-            created_at: tx.now.toISOString()
-          })
-          yield* renumber(tx, user.id)
-          tx.describe(`Added the time slot '${Label(label)}' at ${startTime}`)
-          return yield* slotById(sql, row.id)
-        }))
+      mutations.run({ user, action: "time_slot_create" }, (tx) => createBody(tx, user, label, startTime))
+    const createBody = Effect.fnUntraced(function*(tx: Tx, user: CurrentUserShape, label: string, startTime: string) {
+      const slots = yield* lockedSlotsOf(sql, user.id)
+      yield* checkFree(slots, startTime)
+      const row = yield* tx.insert(TimeSlotsTable, {
+        user_id: user.id,
+        label: Label(label),
+        start_time: startTime,
+        sort_order: slots.length,
+        created_at: tx.now.toISOString()
+      })
+      yield* renumber(tx, user.id)
+      tx.describe(`Added the time slot '${Label(label)}' at ${startTime}`)
+      return yield* slotById(sql, row.id)
+    })
 
     /** The user's open reminders with their local time of day. */
     const remindersOf = (userId: UserId, zone: string) =>
@@ -103,74 +102,72 @@ export class TimeSlots extends Effect.Service<TimeSlots>()("steady/TimeSlots", {
      * PATCH: a rename alone moves nothing and is not an undo step; a new start time moves
      * reminders (spec "Time slot edits") as one atomic undo entry `time_slot_edit`.
      */
-    const update = (user: CurrentUserShape, id: TimeSlotId, patch: { readonly label?: string | undefined; readonly start_time?: string | undefined }) =>
-      Effect.gen(function*() {
-        const prefs = yield* preferences.get(user)
-        const known = (yield* slotsOf(sql, user.id)).find((s) => s.id === id)
-        if (known === undefined) return yield* Effect.fail(NotFound.of("Time slot"))
-        const moving = patch.start_time !== undefined && patch.start_time !== known.start_time
-        const [result, undoId] = yield* mutations.runWithUndoId(
-          { user, action: "time_slot_edit", undoable: moving },
-          (tx) =>
-            Effect.gen(function*() {
-              const { slot, slots } = yield* lockSlot(user, id)
-              const newStart = patch.start_time ?? slot.start_time
-              yield* checkFree(slots, newStart, id)
-              const reminders = yield* remindersOf(user.id, prefs.timezone)
-              const moves = movesForEdit(slots, id, newStart, reminders)
-              const writes: Writes<TimeSlotRow> = {}
-              if (patch.label !== undefined) writes.label = Label(patch.label)
-              if (newStart !== slot.start_time) writes.start_time = newStart
-              yield* tx.update(TimeSlotsTable, id, writes)
-              const remindersMoved = yield* moveReminders(tx, prefs.timezone, reminders, moves)
-              yield* renumber(tx, user.id)
-              const isDefault = (prefs.quota_prompt_slot_id ?? prefs.default_reminder_slot_id ?? slots[0]?.id) === id
-              const quotasMoved = newStart !== slot.start_time ? (yield* quotasPromptingIn(user.id, id, isDefault)).length : 0
-              tx.describe(
-                newStart !== slot.start_time
-                  ? `Moved the time slot '${slot.label}' from ${slot.start_time} to ${newStart}`
-                  : `Renamed the time slot '${slot.label}' to '${writes.label ?? slot.label}'`
-              )
-              return { slot: yield* slotById(sql, id), reminders_moved: remindersMoved, quotas_moved: quotasMoved }
-            })
-        )
-        return { ...result, undo_id: undoId }
-      })
-
-    /** DELETE: reminders go to the nearest remaining slot; stored prompt slot ids follow. */
-    const remove = (user: CurrentUserShape, id: TimeSlotId) =>
-      Effect.gen(function*() {
-        const prefs = yield* preferences.get(user)
-        const [result, undoId] = yield* mutations.runWithUndoId({ user, action: "time_slot_delete" }, (tx) =>
+    const update = Effect.fnUntraced(function*(user: CurrentUserShape, id: TimeSlotId, patch: { readonly label?: string | undefined; readonly start_time?: string | undefined }) {
+      const prefs = yield* preferences.get(user)
+      const known = (yield* slotsOf(sql, user.id)).find((s) => s.id === id)
+      if (known === undefined) return yield* Effect.fail(NotFound.of("Time slot"))
+      const moving = patch.start_time !== undefined && patch.start_time !== known.start_time
+      const [result, undoId] = yield* mutations.runWithUndoId(
+        { user, action: "time_slot_edit", undoable: moving },
+        (tx) =>
           Effect.gen(function*() {
             const { slot, slots } = yield* lockSlot(user, id)
-            if (slots.length <= 1) return yield* Effect.fail(ValidationError.field("id", "The last time slot cannot be deleted"))
+            const newStart = patch.start_time ?? slot.start_time
+            yield* checkFree(slots, newStart, id)
             const reminders = yield* remindersOf(user.id, prefs.timezone)
-            const moves = movesForDelete(slots, id, reminders)
+            const moves = movesForEdit(slots, id, newStart, reminders)
+            const writes: Writes<TimeSlotRow> = {}
+            if (patch.label !== undefined) writes.label = Label(patch.label)
+            if (newStart !== slot.start_time) writes.start_time = newStart
+            yield* tx.update(TimeSlotsTable, id, writes)
             const remindersMoved = yield* moveReminders(tx, prefs.timezone, reminders, moves)
-            const heir = nearestSlot(slots.filter((s) => s.id !== id), slot.start_time)!
-            const configured = yield* quotasPromptingIn(user.id, id, false)
-            for (const quota of configured) {
-              yield* tx.update(TasksTable, quota.id, { quota_prompt_config: { ...quota.quota_prompt_config, slot_id: heir.id } })
-            }
-            const before = yield* slotById(sql, id)
-            yield* tx.remove(TimeSlotsTable, id)
             yield* renumber(tx, user.id)
-            tx.describe(`Deleted the time slot '${slot.label}' (${slot.start_time})`)
-            return { slot: before, reminders_moved: remindersMoved, quotas_moved: configured.length, heir: heir.id }
-          }))
-        // The user's own prompt/reminder slot settings follow too (preferences are not undo steps).
-        const patch: { quota_prompt_slot_id?: number; default_reminder_slot_id?: number } = {}
-        if (prefs.quota_prompt_slot_id === id) patch.quota_prompt_slot_id = result.heir
-        if (prefs.default_reminder_slot_id === id) patch.default_reminder_slot_id = result.heir
-        if (Object.keys(patch).length > 0) yield* preferences.update(user, patch)
-        return {
-          slot: result.slot,
-          reminders_moved: result.reminders_moved,
-          quotas_moved: result.quotas_moved,
-          undo_id: undoId
-        }
-      })
+            const isDefault = (prefs.quota_prompt_slot_id ?? prefs.default_reminder_slot_id ?? slots[0]?.id) === id
+            const quotasMoved = newStart !== slot.start_time ? (yield* quotasPromptingIn(user.id, id, isDefault)).length : 0
+            tx.describe(
+              newStart !== slot.start_time
+                ? `Moved the time slot '${slot.label}' from ${slot.start_time} to ${newStart}`
+                : `Renamed the time slot '${slot.label}' to '${writes.label ?? slot.label}'`
+            )
+            return { slot: yield* slotById(sql, id), reminders_moved: remindersMoved, quotas_moved: quotasMoved }
+          })
+      )
+      return { ...result, undo_id: undoId }
+    })
+
+    /** DELETE: reminders go to the nearest remaining slot; stored prompt slot ids follow. */
+    const remove = Effect.fnUntraced(function*(user: CurrentUserShape, id: TimeSlotId) {
+      const prefs = yield* preferences.get(user)
+      const [result, undoId] = yield* mutations.runWithUndoId({ user, action: "time_slot_delete" }, (tx) =>
+        Effect.gen(function*() {
+          const { slot, slots } = yield* lockSlot(user, id)
+          if (slots.length <= 1) return yield* Effect.fail(ValidationError.field("id", "The last time slot cannot be deleted"))
+          const reminders = yield* remindersOf(user.id, prefs.timezone)
+          const moves = movesForDelete(slots, id, reminders)
+          const remindersMoved = yield* moveReminders(tx, prefs.timezone, reminders, moves)
+          const heir = nearestSlot(slots.filter((s) => s.id !== id), slot.start_time)!
+          const configured = yield* quotasPromptingIn(user.id, id, false)
+          for (const quota of configured) {
+            yield* tx.update(TasksTable, quota.id, { quota_prompt_config: { ...quota.quota_prompt_config, slot_id: heir.id } })
+          }
+          const before = yield* slotById(sql, id)
+          yield* tx.remove(TimeSlotsTable, id)
+          yield* renumber(tx, user.id)
+          tx.describe(`Deleted the time slot '${slot.label}' (${slot.start_time})`)
+          return { slot: before, reminders_moved: remindersMoved, quotas_moved: configured.length, heir: heir.id }
+        }))
+      // The user's own prompt/reminder slot settings follow too (preferences are not undo steps).
+      const patch: { quota_prompt_slot_id?: number; default_reminder_slot_id?: number } = {}
+      if (prefs.quota_prompt_slot_id === id) patch.quota_prompt_slot_id = result.heir
+      if (prefs.default_reminder_slot_id === id) patch.default_reminder_slot_id = result.heir
+      if (Object.keys(patch).length > 0) yield* preferences.update(user, patch)
+      return {
+        slot: result.slot,
+        reminders_moved: result.reminders_moved,
+        quotas_moved: result.quotas_moved,
+        undo_id: undoId
+      }
+    })
 
     return { list, create, update, remove, isValidClock } as const
   })

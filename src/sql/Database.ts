@@ -38,31 +38,30 @@ export const serverStatementTimeoutMs = (bound: Duration.Duration) => {
   return Math.max(1, ms - Math.min(500, Math.round(ms / 10)))
 }
 
-const makePool = (url: string, options: PgServerOptions) =>
-  Effect.gen(function*() {
-    const runtime = yield* Effect.runtime<never>()
-    const log = (effect: Effect.Effect<void>) => Runtime.runFork(runtime)(effect)
-    const tracker = new OutageTracker({
-      down: (reason) =>
-        log(Effect.logWarning(`PostgreSQL is unreachable (${reason}); requests answer 503 until it is back`)),
-      up: (ms) => log(Effect.logInfo(`PostgreSQL is reachable again after ${(ms / 1000).toFixed(1)} s`))
-    })
-    return yield* Effect.acquireRelease(
-      Effect.sync(() => {
-        const pool = makeGuardedPool({
-          url,
-          max: options.poolSize,
-          acquireTimeoutMs: Duration.toMillis(ACQUIRE_TIMEOUT),
-          queryBoundMs: Math.round(Duration.toMillis(options.statementTimeout)),
-          statementTimeoutMs: serverStatementTimeoutMs(options.statementTimeout),
-          tracker
-        })
-        pool.on("error", () => {})
-        return pool
-      }),
-      (pool) => Effect.promise(() => pool.end()).pipe(Effect.timeoutOption("2 seconds"))
-    )
+const makePool = Effect.fnUntraced(function*(url: string, options: PgServerOptions) {
+  const runtime = yield* Effect.runtime<never>()
+  const log = (effect: Effect.Effect<void>) => Runtime.runFork(runtime)(effect)
+  const tracker = new OutageTracker({
+    down: (reason) =>
+      log(Effect.logWarning(`PostgreSQL is unreachable (${reason}); requests answer 503 until it is back`)),
+    up: (ms) => log(Effect.logInfo(`PostgreSQL is reachable again after ${(ms / 1000).toFixed(1)} s`))
   })
+  return yield* Effect.acquireRelease(
+    Effect.sync(() => {
+      const pool = makeGuardedPool({
+        url,
+        max: options.poolSize,
+        acquireTimeoutMs: Duration.toMillis(ACQUIRE_TIMEOUT),
+        queryBoundMs: Math.round(Duration.toMillis(options.statementTimeout)),
+        statementTimeoutMs: serverStatementTimeoutMs(options.statementTimeout),
+        tracker
+      })
+      pool.on("error", () => {})
+      return pool
+    }),
+    (pool) => Effect.promise(() => pool.end()).pipe(Effect.timeoutOption("2 seconds"))
+  )
+})
 
 const waitForServer = (pool: Pg.Pool) =>
   Effect.tryPromise({

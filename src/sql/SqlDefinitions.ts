@@ -77,50 +77,49 @@ export const shouldApply = (stored: StoredState | undefined, shipped: Definition
  * Applies the definition files when `shouldApply`; true when it did. `migration` is the newest
  * migration this build ships, all of which have run.
  */
-export const applySqlDefinitions = (dir: () => string, migration: number) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const definitions = yield* Effect.try({
-      try: () => readSqlDefinitions(dir()),
-      catch: (cause) => new Migrator.MigrationError({ reason: "import-error", message: String(cause), cause })
-    })
-    const shipped: DefinitionsState = { migration, sha256: definitionsDigest(definitions) }
-    const stored = (lock: boolean) =>
-      Effect.map(
-        sql<StoredState>`
-          SELECT (value ->> 'migration')::int AS migration, value ->> 'sha256' AS sha256
-          FROM app_settings WHERE key = ${DEFINITIONS_SETTING} ${lock ? sql`FOR UPDATE` : sql``}`,
-        (rows) => rows[0]
-      )
-    // The usual start: in place already, one read.
-    const seen = yield* stored(false)
-    if (!shouldApply(seen, shipped)) {
-      if (seen?.migration != null && seen.migration > shipped.migration) {
-        yield* Effect.logWarning(
-          `The database holds the SQL definitions of a newer build (migration ${seen.migration}); this build's are left out`
-        )
-      }
-      return false
-    }
-    return yield* sql.withTransaction(Effect.gen(function*() {
-      // Instances starting together: the others wait on the row here, then find the work done.
-      yield* sql`INSERT INTO app_settings (key, value) VALUES (${DEFINITIONS_SETTING}, '{}'::jsonb) ON CONFLICT (key) DO NOTHING`
-      if (!shouldApply(yield* stored(true), shipped)) return false
-      // Replacing a trigger waits for the table's lock, as a migration may.
-      yield* sql`SET LOCAL statement_timeout = 0`
-      // As pg_dump does: a SQL function's body is not checked against the others while they are
-      // created, so the files apply in any order. test/sql-definitions.test.ts applies each one
-      // with the checks on.
-      yield* sql`SET LOCAL check_function_bodies = off`
-      for (const definition of definitions) {
-        yield* sql.unsafe(definition.text).unprepared.pipe(
-          Effect.mapError((cause) =>
-            new Migrator.MigrationError({ reason: "failed", message: `SQL definition ${definition.file} failed`, cause })
-          )
-        )
-      }
-      yield* sql`UPDATE app_settings SET value = ${JSON.stringify(shipped)}::jsonb WHERE key = ${DEFINITIONS_SETTING}`
-      yield* Effect.logInfo(`Applied SQL definitions: ${definitions.length} files`)
-      return true
-    }))
+export const applySqlDefinitions = Effect.fnUntraced(function*(dir: () => string, migration: number) {
+  const sql = yield* SqlClient.SqlClient
+  const definitions = yield* Effect.try({
+    try: () => readSqlDefinitions(dir()),
+    catch: (cause) => new Migrator.MigrationError({ reason: "import-error", message: String(cause), cause })
   })
+  const shipped: DefinitionsState = { migration, sha256: definitionsDigest(definitions) }
+  const stored = (lock: boolean) =>
+    Effect.map(
+      sql<StoredState>`
+        SELECT (value ->> 'migration')::int AS migration, value ->> 'sha256' AS sha256
+        FROM app_settings WHERE key = ${DEFINITIONS_SETTING} ${lock ? sql`FOR UPDATE` : sql``}`,
+      (rows) => rows[0]
+    )
+  // The usual start: in place already, one read.
+  const seen = yield* stored(false)
+  if (!shouldApply(seen, shipped)) {
+    if (seen?.migration != null && seen.migration > shipped.migration) {
+      yield* Effect.logWarning(
+        `The database holds the SQL definitions of a newer build (migration ${seen.migration}); this build's are left out`
+      )
+    }
+    return false
+  }
+  return yield* sql.withTransaction(Effect.gen(function*() {
+    // Instances starting together: the others wait on the row here, then find the work done.
+    yield* sql`INSERT INTO app_settings (key, value) VALUES (${DEFINITIONS_SETTING}, '{}'::jsonb) ON CONFLICT (key) DO NOTHING`
+    if (!shouldApply(yield* stored(true), shipped)) return false
+    // Replacing a trigger waits for the table's lock, as a migration may.
+    yield* sql`SET LOCAL statement_timeout = 0`
+    // As pg_dump does: a SQL function's body is not checked against the others while they are
+    // created, so the files apply in any order. test/sql-definitions.test.ts applies each one
+    // with the checks on.
+    yield* sql`SET LOCAL check_function_bodies = off`
+    for (const definition of definitions) {
+      yield* sql.unsafe(definition.text).unprepared.pipe(
+        Effect.mapError((cause) =>
+          new Migrator.MigrationError({ reason: "failed", message: `SQL definition ${definition.file} failed`, cause })
+        )
+      )
+    }
+    yield* sql`UPDATE app_settings SET value = ${JSON.stringify(shipped)}::jsonb WHERE key = ${DEFINITIONS_SETTING}`
+    yield* Effect.logInfo(`Applied SQL definitions: ${definitions.length} files`)
+    return true
+  }))
+})

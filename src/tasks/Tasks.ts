@@ -146,31 +146,31 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
 
     /** DELETE moves to the trash; deleting what is already there changes nothing. */
     const trash = (user: CurrentUserShape, id: TaskId) =>
-      mutations.run({ user, action: "delete" }, (tx) =>
-        Effect.gen(function*() {
-          const current = yield* queries.lockVisible(user, id)
-          if (current.deleted_at === null) {
-            yield* tx.update(TasksTable, id, { deleted_at: tx.now.toISOString() })
-            tx.emit({ event: "task.deleted", taskId: id, data: { task_id: id, title: current.title } })
-          }
-          const task = yield* queries.wire(id)
-          tx.describe(`Moved ${quoted(task.title)} to the trash`)
-          return { ...task, message: `Task ${quoted(task.title)} moved to the trash` }
-        }))
+      mutations.run({ user, action: "delete" }, (tx) => trashBody(tx, user, id))
+    const trashBody = Effect.fnUntraced(function*(tx: Tx, user: CurrentUserShape, id: TaskId) {
+      const current = yield* queries.lockVisible(user, id)
+      if (current.deleted_at === null) {
+        yield* tx.update(TasksTable, id, { deleted_at: tx.now.toISOString() })
+        tx.emit({ event: "task.deleted", taskId: id, data: { task_id: id, title: current.title } })
+      }
+      const task = yield* queries.wire(id)
+      tx.describe(`Moved ${quoted(task.title)} to the trash`)
+      return { ...task, message: `Task ${quoted(task.title)} moved to the trash` }
+    })
 
     const restore = (user: CurrentUserShape, id: TaskId) =>
-      mutations.run({ user, action: "restore" }, (tx) =>
-        Effect.gen(function*() {
-          const current = yield* queries.lockVisible(user, id)
-          if (current.deleted_at === null) {
-            return yield* Effect.fail(ValidationError.field("id", "Task is not in the trash"))
-          }
-          const fields = yield* tx.update(TasksTable, id, { deleted_at: null })
-          const task = yield* queries.wire(id)
-          emitUpdated(tx, id, task as JsonValue, fields)
-          tx.describe(`Restored ${quoted(task.title)} from the trash`)
-          return task
-        }))
+      mutations.run({ user, action: "restore" }, (tx) => restoreBody(tx, user, id))
+    const restoreBody = Effect.fnUntraced(function*(tx: Tx, user: CurrentUserShape, id: TaskId) {
+      const current = yield* queries.lockVisible(user, id)
+      if (current.deleted_at === null) {
+        return yield* Effect.fail(ValidationError.field("id", "Task is not in the trash"))
+      }
+      const fields = yield* tx.update(TasksTable, id, { deleted_at: null })
+      const task = yield* queries.wire(id)
+      emitUpdated(tx, id, task as JsonValue, fields)
+      tx.describe(`Restored ${quoted(task.title)} from the trash`)
+      return task
+    })
 
     /**
      * Re-queues enrichment from `original_title`; the AI worker picks it up. With AI off

@@ -49,76 +49,74 @@ export class Review extends Effect.Service<Review>()("steady/Review", {
     /** Taken once: of two executes racing on any instances, one gets the session. */
     const take = (sessionId: string) => takeSession(sql, sessionId)
 
-    const start = (user: CurrentUserShape) =>
-      Effect.gen(function*() {
-        const now = yield* clockNow
-        const horizon = new Date(now.getTime() + WINDOW_MS).toISOString()
-        const rows = yield* reviewRows(sql, user.id, now, horizon)
-        const overdue = rows.filter((r) => r.overdue)
-        const upcoming = rows.filter((r) => !r.overdue)
-        const numbered = [...overdue, ...upcoming].map((r, index) => ({ ...r, seq: index + 1 }))
-        const id = Crypto.randomUUID()
-        yield* keep(id, user.id, now, numbered.map((r) => r.id))
-        const item = (r: (typeof numbered)[number]) => ({
-          seq: r.seq,
-          id: r.id,
-          title: r.title,
-          due_at: r.due_at,
-          priority: r.priority,
-          rrule: r.rrule,
-          labels: r.labels
-        })
-        return {
-          session_id: id,
-          groups: [
-            { label: "Overdue", tasks: numbered.filter((r) => r.overdue).map(item) },
-            { label: "Due in the next 24 hours", tasks: numbered.filter((r) => !r.overdue).map(item) }
-          ],
-          total_tasks: numbered.length
-        }
+    const start = Effect.fnUntraced(function*(user: CurrentUserShape) {
+      const now = yield* clockNow
+      const horizon = new Date(now.getTime() + WINDOW_MS).toISOString()
+      const rows = yield* reviewRows(sql, user.id, now, horizon)
+      const overdue = rows.filter((r) => r.overdue)
+      const upcoming = rows.filter((r) => !r.overdue)
+      const numbered = [...overdue, ...upcoming].map((r, index) => ({ ...r, seq: index + 1 }))
+      const id = Crypto.randomUUID()
+      yield* keep(id, user.id, now, numbered.map((r) => r.id))
+      const item = (r: (typeof numbered)[number]) => ({
+        seq: r.seq,
+        id: r.id,
+        title: r.title,
+        due_at: r.due_at,
+        priority: r.priority,
+        rrule: r.rrule,
+        labels: r.labels
       })
+      return {
+        session_id: id,
+        groups: [
+          { label: "Overdue", tasks: numbered.filter((r) => r.overdue).map(item) },
+          { label: "Due in the next 24 hours", tasks: numbered.filter((r) => !r.overdue).map(item) }
+        ],
+        total_tasks: numbered.length
+      }
+    })
 
     /**
      * Everything is checked before anything runs; a refused execute keeps the session. Each
      * action runs through the bulk actions, so it is one undo step like them.
      */
-    const execute = (user: CurrentUserShape, sessionId: string, actions: ReadonlyArray<ReviewAction>) =>
-      Effect.gen(function*() {
-        const now = (yield* clockNow).getTime()
-        const session = yield* stored(sessionId)
-        if (session === undefined || session.user_id !== user.id || now - Date.parse(session.created_at) > REVIEW_SESSION_LIFETIME_MS) {
-          return yield* Effect.fail(unknownSession())
+    const execute = Effect.fnUntraced(function*(user: CurrentUserShape, sessionId: string, actions: ReadonlyArray<ReviewAction>) {
+      const now = (yield* clockNow).getTime()
+      const session = yield* stored(sessionId)
+      if (session === undefined || session.user_id !== user.id || now - Date.parse(session.created_at) > REVIEW_SESSION_LIFETIME_MS) {
+        return yield* Effect.fail(unknownSession())
+      }
+      const plans: Array<{ action: ReviewAction; ids: Array<number> }> = []
+      for (const [index, action] of actions.entries()) {
+        if (action.type === "snooze" && action.until === undefined) {
+          return yield* Effect.fail(ValidationError.field(`actions.${index}.until`, "snooze needs until"))
         }
-        const plans: Array<{ action: ReviewAction; ids: Array<number> }> = []
-        for (const [index, action] of actions.entries()) {
-          if (action.type === "snooze" && action.until === undefined) {
-            return yield* Effect.fail(ValidationError.field(`actions.${index}.until`, "snooze needs until"))
-          }
-          const expanded = expandTargets(action.targets, session.tasks.length)
-          if (expanded._tag === "Invalid") {
-            return yield* Effect.fail(ValidationError.field(`actions.${index}.targets`, "targets are numbers (\"3\") or ranges (\"2-5\")"))
-          }
-          if (expanded._tag === "Beyond") {
-            return yield* Effect.fail(new NotFound({ message: `Number ${expanded.number} is not in this review` }))
-          }
-          plans.push({ action, ids: expanded.numbers.map((n) => session.tasks[n - 1]!) })
+        const expanded = expandTargets(action.targets, session.tasks.length)
+        if (expanded._tag === "Invalid") {
+          return yield* Effect.fail(ValidationError.field(`actions.${index}.targets`, "targets are numbers (\"3\") or ranges (\"2-5\")"))
         }
-        if (!(yield* take(sessionId))) return yield* Effect.fail(unknownSession())
-        const results = []
-        let total = 0
-        for (const { action, ids } of plans) {
-          const counts: BulkCounts = ids.length === 0
-            ? { tasks_affected: 0 } as BulkCounts
-            : action.type === "done"
-            ? yield* bulk.done(user, ids, false).pipe(Effect.catchTag("ValidationError", () => Effect.succeed({ tasks_affected: 0 } as BulkCounts)))
-            : action.type === "snooze"
-            ? yield* bulk.snooze(user, ids, action.until!)
-            : yield* bulk.skip(user, ids)
-          results.push({ type: action.type, task_ids: ids, count: counts.tasks_affected })
-          total += counts.tasks_affected
+        if (expanded._tag === "Beyond") {
+          return yield* Effect.fail(new NotFound({ message: `Number ${expanded.number} is not in this review` }))
         }
-        return { executed: true as const, results, total_affected: total }
-      })
+        plans.push({ action, ids: expanded.numbers.map((n) => session.tasks[n - 1]!) })
+      }
+      if (!(yield* take(sessionId))) return yield* Effect.fail(unknownSession())
+      const results = []
+      let total = 0
+      for (const { action, ids } of plans) {
+        const counts: BulkCounts = ids.length === 0
+          ? { tasks_affected: 0 } as BulkCounts
+          : action.type === "done"
+          ? yield* bulk.done(user, ids, false).pipe(Effect.catchTag("ValidationError", () => Effect.succeed({ tasks_affected: 0 } as BulkCounts)))
+          : action.type === "snooze"
+          ? yield* bulk.snooze(user, ids, action.until!)
+          : yield* bulk.skip(user, ids)
+        results.push({ type: action.type, task_ids: ids, count: counts.tasks_affected })
+        total += counts.tasks_affected
+      }
+      return { executed: true as const, results, total_affected: total }
+    })
 
     return { start, execute } as const
   })

@@ -73,104 +73,101 @@ export class UndoService extends Effect.Service<UndoService>()("steady/UndoServi
      * now, not when the action was recorded: rows as they are and as the step would leave
      * them must both be the user's to write (README, Undo / redo: access is judged at undo/redo time).
      */
-    const accessRefusal = (user: CurrentUserShape, table: TableSpec, current: AnyRow | undefined, step: Step) =>
-      Effect.gen(function*() {
-        const after = applyStep(current, step)
-        const rows = [current, after].filter((r): r is Row => r !== undefined)
-        // Rows of the undo log hold whole rows of the table named (see `applyStep`).
-        const as = <R extends TableRow>(spec: TableSpec<R>) => rows.map((r) => decodeRow(spec, r))
-        switch (table.name) {
-          case "tasks": {
-            const [was, will] = [current, after].map((r) => r === undefined ? undefined : decodeRow(TasksTable, r))
-            if (was !== undefined && (yield* taskVisible(user.id, step.id)) !== true) return LOST_ACCESS
-            if (will !== undefined && (was === undefined || will.project_id !== was.project_id)) {
-              const target = yield* queries.projectAccess(will.project_id)
-              if (projectRefusal(target, user.id, will.user_id) !== undefined) return PROJECT_HIDDEN
-            }
-            return undefined
+    const accessRefusal = Effect.fnUntraced(function*(user: CurrentUserShape, table: TableSpec, current: AnyRow | undefined, step: Step) {
+      const after = applyStep(current, step)
+      const rows = [current, after].filter((r): r is Row => r !== undefined)
+      // Rows of the undo log hold whole rows of the table named (see `applyStep`).
+      const as = <R extends TableRow>(spec: TableSpec<R>) => rows.map((r) => decodeRow(spec, r))
+      switch (table.name) {
+        case "tasks": {
+          const [was, will] = [current, after].map((r) => r === undefined ? undefined : decodeRow(TasksTable, r))
+          if (was !== undefined && (yield* taskVisible(user.id, step.id)) !== true) return LOST_ACCESS
+          if (will !== undefined && (was === undefined || will.project_id !== was.project_id)) {
+            const target = yield* queries.projectAccess(will.project_id)
+            if (projectRefusal(target, user.id, will.user_id) !== undefined) return PROJECT_HIDDEN
           }
-          case "completions":
-          case "quota_periods": {
-            const records: ReadonlyArray<{ readonly task_id: number; readonly user_id: number }> =
-              table.name === "completions" ? as(CompletionsTable) : as(QuotaPeriodsTable)
-            for (const row of records) {
-              const visible = yield* taskVisible(user.id, row.task_id)
-              if (visible === false || (visible === undefined && row.user_id !== user.id)) return LOST_ACCESS
-            }
-            return undefined
-          }
-          case "projects":
-            return as(ProjectsTable).every((r) => r.owner_id === user.id) ? undefined : LOST_ACCESS
-          case "time_slots":
-            return as(TimeSlotsTable).every((r) => r.user_id === user.id) ? undefined : LOST_ACCESS
-          default:
-            return LOST_ACCESS
+          return undefined
         }
-      })
+        case "completions":
+        case "quota_periods": {
+          const records: ReadonlyArray<{ readonly task_id: number; readonly user_id: number }> =
+            table.name === "completions" ? as(CompletionsTable) : as(QuotaPeriodsTable)
+          for (const row of records) {
+            const visible = yield* taskVisible(user.id, row.task_id)
+            if (visible === false || (visible === undefined && row.user_id !== user.id)) return LOST_ACCESS
+          }
+          return undefined
+        }
+        case "projects":
+          return as(ProjectsTable).every((r) => r.owner_id === user.id) ? undefined : LOST_ACCESS
+        case "time_slots":
+          return as(TimeSlotsTable).every((r) => r.user_id === user.id) ? undefined : LOST_ACCESS
+        default:
+          return LOST_ACCESS
+      }
+    })
 
     /** Carries out one change in one direction, keeping statistics in step. */
-    const applyChange = (tx: Tx, change: RowChange, direction: Direction, touched: Map<number, Set<string>>) =>
-      Effect.gen(function*() {
-        const table = tablesByName[change.table]
-        if (table === undefined) return
-        const current = yield* tx.lock(table, change.id)
-        const step = planStep(change, direction, current, tx.now.toISOString())
-        const refusal = yield* accessRefusal(tx.user, table, current, step)
-        if (refusal !== undefined) {
-          return yield* Effect.fail(new Conflict({ message: `Cannot ${direction}: ${refusal}` }))
+    const applyChange = Effect.fnUntraced(function*(tx: Tx, change: RowChange, direction: Direction, touched: Map<number, Set<string>>) {
+      const table = tablesByName[change.table]
+      if (table === undefined) return
+      const current = yield* tx.lock(table, change.id)
+      const step = planStep(change, direction, current, tx.now.toISOString())
+      const refusal = yield* accessRefusal(tx.user, table, current, step)
+      if (refusal !== undefined) {
+        return yield* Effect.fail(new Conflict({ message: `Cannot ${direction}: ${refusal}` }))
+      }
+      switch (step.kind) {
+        case "skip":
+          return
+        case "update": {
+          const fields = yield* tx.update(table, step.id, step.writes)
+          if (table.name === "tasks") {
+            const set = touched.get(step.id) ?? new Set()
+            fields.forEach((f) => set.add(f))
+            touched.set(step.id, set)
+            const next = step.writes.snooze_count
+            const was = current?.snooze_count
+            if (typeof next === "number" && typeof was === "number") tx.count("snoozes", next - was)
+          }
+          return
         }
-        switch (step.kind) {
-          case "skip":
-            return
-          case "update": {
-            const fields = yield* tx.update(table, step.id, step.writes)
-            if (table.name === "tasks") {
-              const set = touched.get(step.id) ?? new Set()
-              fields.forEach((f) => set.add(f))
-              touched.set(step.id, set)
-              const next = step.writes.snooze_count
-              const was = current?.snooze_count
-              if (typeof next === "number" && typeof was === "number") tx.count("snoozes", next - was)
-            }
-            return
-          }
-          case "insert": {
-            yield* tx.restoreRow(table, step.id, step.row)
-            if (table.name === "completions") tx.count("completions", 1, new Date(decodeRow(CompletionsTable, step.row).completed_at))
-            if (table.name === "tasks") touched.set(step.id, new Set(["deleted_at"]))
-            return
-          }
-          case "delete": {
-            if (table.name === "projects") {
-              const used = yield* liveTasksIn(sql, step.id)
-              if (used > 0) {
-                return yield* Effect.fail(ValidationError.of("The project has tasks now; move them out before taking its creation back"))
-              }
-              // Tasks in the trash (typically one whose creation was just undone) wait in their owner's Inbox,
-              // else undoing "create task, create project" would stop at the project for good.
-              const trashed = yield* lockWithInbox(sql, step.id)
-              for (const task of trashed) yield* tx.update(TasksTable, task.id, { project_id: task.inbox })
-            }
-            yield* tx.remove(table, step.id)
-            if (table.name === "completions" && current !== undefined) {
-              tx.count("completions", -1, new Date(decodeRow(CompletionsTable, current).completed_at))
-            }
-            return
-          }
+        case "insert": {
+          yield* tx.restoreRow(table, step.id, step.row)
+          if (table.name === "completions") tx.count("completions", 1, new Date(decodeRow(CompletionsTable, step.row).completed_at))
+          if (table.name === "tasks") touched.set(step.id, new Set(["deleted_at"]))
+          return
         }
-      })
+        case "delete": {
+          if (table.name === "projects") {
+            const used = yield* liveTasksIn(sql, step.id)
+            if (used > 0) {
+              return yield* Effect.fail(ValidationError.of("The project has tasks now; move them out before taking its creation back"))
+            }
+            // Tasks in the trash (typically one whose creation was just undone) wait in their owner's Inbox,
+            // else undoing "create task, create project" would stop at the project for good.
+            const trashed = yield* lockWithInbox(sql, step.id)
+            for (const task of trashed) yield* tx.update(TasksTable, task.id, { project_id: task.inbox })
+          }
+          yield* tx.remove(table, step.id)
+          if (table.name === "completions" && current !== undefined) {
+            tx.count("completions", -1, new Date(decodeRow(CompletionsTable, current).completed_at))
+          }
+          return
+        }
+      }
+    })
 
     /**
      * Closes the ended periods of the quotas the next entry touches, first (as a progress log
      * does): a log undone after its period ended must not change that period's count (spec
      * §4.6); the closed period moves progress_period_start, so the log's guard skips it.
      */
-    const settlePeriods = (user: CurrentUserShape, direction: Direction) =>
-      Effect.gen(function*() {
-        const now = yield* clockNow
-        const ended = yield* endedQuotasAmong(sql, user.id, now, tasksOfNextEntry(sql, user.id, direction))
-        for (const { id } of ended) yield* quotas.rollover(id)
-      })
+    const settlePeriods = Effect.fnUntraced(function*(user: CurrentUserShape, direction: Direction) {
+      const now = yield* clockNow
+      const ended = yield* endedQuotasAmong(sql, user.id, now, tasksOfNextEntry(sql, user.id, direction))
+      for (const { id } of ended) yield* quotas.rollover(id)
+    })
 
     /**
      * Locks the rows of a change list in the order the forward writes take them: the user's
@@ -207,25 +204,24 @@ export class UndoService extends Effect.Service<UndoService>()("steady/UndoServi
      * waiting: waiting for them while holding the entry is the deadlock above, so a row that is
      * not free ends the transaction as a conflict and `TransactionConflicts` runs it again.
      */
-    const lockNextWithItsRows = (userId: UserId, direction: Direction) =>
-      Effect.gen(function*() {
-        const seen: Array<{ readonly table: string; readonly id: number }> = []
-        for (let attempt = 1; attempt <= PLAN_TRIES; attempt++) {
-          const locked = yield* sql.withTransaction(Effect.gen(function*() {
-            const held = yield* lockInWriteOrder(userId, [...seen, ...yield* rowsOfNextEntry(sql, userId, direction)])
-            const entry = yield* lockNextEntry(sql, userId, direction)
-            const covered = entry === undefined || entry.changes.every((c) =>
-              c.table === "time_slots" ? held.slots : c.table === "tasks" ? held.tasks.has(c.id) : true
-            )
-            if (!covered) seen.push(...entry.changes.map(({ table, id }) => ({ table, id })))
-            return covered ? { entry } : yield* Effect.fail(new NextEntryMoved())
-          })).pipe(Effect.catchTag("NextEntryMoved", () => Effect.succeed(undefined)), Effect.orDie)
-          if (locked !== undefined) return locked.entry
-        }
-        const entry = yield* lockNextEntry(sql, userId, direction)
-        if (entry !== undefined) yield* lockInWriteOrder(userId, entry.changes, "nowait")
-        return entry
-      })
+    const lockNextWithItsRows = Effect.fnUntraced(function*(userId: UserId, direction: Direction) {
+      const seen: Array<{ readonly table: string; readonly id: number }> = []
+      for (let attempt = 1; attempt <= PLAN_TRIES; attempt++) {
+        const locked = yield* sql.withTransaction(Effect.gen(function*() {
+          const held = yield* lockInWriteOrder(userId, [...seen, ...yield* rowsOfNextEntry(sql, userId, direction)])
+          const entry = yield* lockNextEntry(sql, userId, direction)
+          const covered = entry === undefined || entry.changes.every((c) =>
+            c.table === "time_slots" ? held.slots : c.table === "tasks" ? held.tasks.has(c.id) : true
+          )
+          if (!covered) seen.push(...entry.changes.map(({ table, id }) => ({ table, id })))
+          return covered ? { entry } : yield* Effect.fail(new NextEntryMoved())
+        })).pipe(Effect.catchTag("NextEntryMoved", () => Effect.succeed(undefined)), Effect.orDie)
+        if (locked !== undefined) return locked.entry
+      }
+      const entry = yield* lockNextEntry(sql, userId, direction)
+      if (entry !== undefined) yield* lockInWriteOrder(userId, entry.changes, "nowait")
+      return entry
+    })
 
     const run = (user: CurrentUserShape, direction: Direction, sessionStartId: number | undefined) =>
       Effect.zipRight(settlePeriods(user, direction), mutations.run({ user, action: direction === "undo" ? "undo" : "redo", undoable: false }, (tx) =>

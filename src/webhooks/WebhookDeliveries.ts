@@ -208,15 +208,14 @@ export class WebhookDeliveries extends Effect.Service<WebhookDeliveries>()("stea
      * is how one is matched to its event. `upToId` is the mark taken one schedule period
      * earlier, so every event stays at least that long. Returns how many went.
      */
-    const purgeOutbox = (upToId: number) =>
-      Effect.gen(function*() {
-        let purged = 0
-        for (;;) {
-          const rows = yield* purgeOutboxBatch(upToId).pipe(Effect.catchTag("ParseError", Effect.die))
-          purged += rows.length
-          if (rows.length < OUTBOX_BATCH) return purged
-        }
-      })
+    const purgeOutbox = Effect.fnUntraced(function*(upToId: number) {
+      let purged = 0
+      for (;;) {
+        const rows = yield* purgeOutboxBatch(upToId).pipe(Effect.catchTag("ParseError", Effect.die))
+        purged += rows.length
+        if (rows.length < OUTBOX_BATCH) return purged
+      }
+    })
 
     return { claim, finish, target, countAttempt, logAttempt, purgeLogs, outboxMark, purgeOutbox } as const
   })

@@ -28,30 +28,28 @@ export class Webhooks extends Effect.Service<Webhooks>()("steady/Webhooks", {
       return reason === undefined ? Effect.void : Effect.fail(ValidationError.field("url", `not allowed: ${reason}`))
     }
 
-    const read = (user: CurrentUserShape, id: WebhookId) =>
-      Effect.gen(function*() {
-        const webhook = yield* webhookOf(sql, user.id, id)
-        if (webhook === undefined) return yield* Effect.fail(NotFound.of("Webhook"))
-        return webhook
-      })
+    const read = Effect.fnUntraced(function*(user: CurrentUserShape, id: WebhookId) {
+      const webhook = yield* webhookOf(sql, user.id, id)
+      if (webhook === undefined) return yield* Effect.fail(NotFound.of("Webhook"))
+      return webhook
+    })
 
-    const create = (user: CurrentUserShape, url: string, events: ReadonlyArray<string>) =>
-      Effect.gen(function*() {
-        yield* checkUrl(url)
-        const secret = generateSecret()
-        const at = (yield* clockNow).toISOString()
-        // The user row is locked while counting, so concurrent requests cannot both take the last place.
-        const id = yield* Effect.gen(function*() {
-          yield* lockUser(sql, user.id)
-          if ((yield* webhookCount(sql, user.id)) >= MAX_WEBHOOKS_PER_USER) {
-            return yield* Effect.fail(
-              new Conflict({ message: `At most ${MAX_WEBHOOKS_PER_USER} webhooks per user; delete one first` })
-            )
-          }
-          return yield* insertWebhook(sql, { userId: user.id, url, events: [...new Set(events)], secret, at })
-        }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
-        return { ...(yield* read(user, id)), secret, standard_secret: standardSecret(secret) }
-      })
+    const create = Effect.fnUntraced(function*(user: CurrentUserShape, url: string, events: ReadonlyArray<string>) {
+      yield* checkUrl(url)
+      const secret = generateSecret()
+      const at = (yield* clockNow).toISOString()
+      // The user row is locked while counting, so concurrent requests cannot both take the last place.
+      const id = yield* Effect.gen(function*() {
+        yield* lockUser(sql, user.id)
+        if ((yield* webhookCount(sql, user.id)) >= MAX_WEBHOOKS_PER_USER) {
+          return yield* Effect.fail(
+            new Conflict({ message: `At most ${MAX_WEBHOOKS_PER_USER} webhooks per user; delete one first` })
+          )
+        }
+        return yield* insertWebhook(sql, { userId: user.id, url, events: [...new Set(events)], secret, at })
+      }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
+      return { ...(yield* read(user, id)), secret, standard_secret: standardSecret(secret) }
+    })
 
     const list = (user: CurrentUserShape) =>
       Effect.map(webhooksOf(sql, user.id), (webhooks) => ({ webhooks }))
@@ -79,11 +77,10 @@ export class Webhooks extends Effect.Service<Webhooks>()("steady/Webhooks", {
         deleted ? Effect.succeed({ deleted: true as const }) : Effect.fail(NotFound.of("Webhook")))
 
     /** Newest attempt first by time (concurrent deliveries may insert out of clock order). */
-    const deliveries = (user: CurrentUserShape, id: WebhookId) =>
-      Effect.gen(function*() {
-        yield* read(user, id)
-        return { deliveries: yield* attemptLog(sql, id, 50) }
-      })
+    const deliveries = Effect.fnUntraced(function*(user: CurrentUserShape, id: WebhookId) {
+      yield* read(user, id)
+      return { deliveries: yield* attemptLog(sql, id, 50) }
+    })
 
     return { create, list, update, remove, deliveries } as const
   })
