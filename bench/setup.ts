@@ -226,8 +226,7 @@ export const serviceCommand = (
     const lines = ChildProcess.execFileSync("sh", [Path.join(root, "scripts", "run-node.sh"), "ENTRY"], { env, encoding: "utf8" })
       .split("\n").filter((line) => line !== "")
     const flags = lines.filter((l) => l.startsWith("arg ")).map((l) => l.slice(4)).filter((a) => a !== "node" && a !== "ENTRY")
-    const pairs = lines.filter((l) => l.startsWith("env ")).map((l) => l.slice(4))
-    return { flags, env: Object.fromEntries(pairs.map((p) => [p.slice(0, p.indexOf("=")), p.slice(p.indexOf("=") + 1)])) }
+    return { flags, env: {} }
   }
   const command = /\bnode\s+(.*?)\s*(?:dist\/src\/main\.js|scripts\/start\.mjs)/.exec(start)
   if (command === null) throw new Error(`package.json's start script runs neither scripts/start.mjs nor dist/src/main.js: ${start}`)
