@@ -27,7 +27,7 @@ describe("the mutation pipeline: undo entry, outbox events and daily statistics 
     await service.stop()
   })
 
-  it("a create writes one 'create' undo entry holding the new row, one task.created event and tasks_created on the local date", async () => {
+  it("a create writes one 'create' undo entry holding the new task's values, one task.created event and tasks_created on the local date", async () => {
     const user = await kiwi()
     const task = await createTask(user.api, { title: "Plant tomatoes", labels: ["garden"], due_at: "2026-03-10T20:00:00Z" })
 
@@ -52,7 +52,8 @@ describe("the mutation pipeline: undo entry, outbox events and daily statistics 
       anchor_time: "09:00",
       anchor_dow: 3,
       anchor_dom: 11,
-      deleted_at: null
+      // The Inbox, which the statement found itself.
+      project_id: task.project_id
     })
 
     expect(await outboxEvents(service, user.id)).toEqual([
