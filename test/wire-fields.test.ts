@@ -1,11 +1,11 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, ParseResult, Schema } from "effect"
+import { Duration, Effect, FastCheck as fc, ParseResult, Schema } from "effect"
 import { Task } from "../src/tasks/Task.js"
 import { isRecurring, isSnoozed } from "../src/tasks/TaskRules.js"
 import { databaseKind } from "./support/database.js"
 import { migratedDatabase } from "./support/migrated.js"
-import { type RandomTaskRow, taskRows, wireTextColumn } from "./support/taskRows.js"
+import { type RandomTaskRow, taskRows, text, wireTextColumn } from "./support/taskRows.js"
 import { valuesOf } from "./support/values.js"
 
 /*
@@ -17,6 +17,39 @@ import { valuesOf } from "./support/values.js"
  * the row's own, the derived fields those of their TypeScript twins. The rows go through the
  * generated column's own expression, as the database holds it.
  */
+
+/**
+ * jsonb's text without the space it writes after each ',' and ':' outside a string: a scanner
+ * over the text, the oracle for steady_json_compact (a regular expression in SQL).
+ */
+const compactOracle = (spaced: string) => {
+  let out = ""
+  let inString = false
+  for (let i = 0; i < spaced.length; i++) {
+    const c = spaced[i]!
+    out += c
+    if (inString) {
+      if (c === "\\") out += spaced[++i]!
+      else if (c === '"') inString = false
+    } else if (c === '"') inString = true
+    else if ((c === "," || c === ":") && spaced[i + 1] === " ") i++
+  }
+  return out
+}
+
+/** JSON values with strings that hold quotes, backslashes, separators and their spaces. */
+const jsonValue: fc.Arbitrary<unknown> = fc.letrec<{ value: unknown }>((tie) => ({
+  value: fc.oneof(
+    { depthSize: "small" },
+    fc.oneof(text, fc.constantFrom(", ", ": ", "a\\", "\\\"", '", "', '": "')),
+    fc.integer(),
+    fc.double({ noNaN: true, noDefaultInfinity: true }),
+    fc.boolean(),
+    fc.constant(null),
+    fc.array(tie("value"), { maxLength: 4 }),
+    fc.dictionary(text.filter((k) => k !== "__proto__"), tie("value"), { maxKeys: 4, noNullPrototype: true })
+  )
+})).value
 
 /** Wire fields computed from other columns, with their TypeScript twins. */
 const DERIVED: Readonly<Record<string, (row: RandomTaskRow) => boolean>> = { is_recurring: isRecurring, is_snoozed: isSnoozed }
@@ -48,6 +81,24 @@ describe(`the task wire rendered in SQL is the Task schema (${databaseKind()})`,
         expect(TASK_FIELDS.filter((field) => !taken.includes(field) && DERIVED[field] === undefined)).toEqual([])
         expect(taken.filter((column) => !TASK_FIELDS.includes(column))).toEqual([])
       }))
+
+    it.effect.prop(
+      "steady_json_compact is jsonb's text without the space after each separator",
+      [fc.array(jsonValue, { minLength: 1, maxLength: 20 })],
+      ([values]) =>
+        Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          const rendered = yield* sql<{ spaced: string; compact: string }>`
+            SELECT v.j::text AS spaced, steady_json_compact(v.j) AS compact
+            FROM jsonb_array_elements(${JSON.stringify(values)}::jsonb) WITH ORDINALITY AS v(j, n) ORDER BY v.n`
+          expect(rendered).toHaveLength(values.length)
+          for (const { compact, spaced } of rendered) {
+            expect(compact).toBe(compactOracle(spaced))
+            expect(JSON.parse(compact)).toEqual(JSON.parse(spaced))
+          }
+        }),
+      { fastCheck: { numRuns: 60 } }
+    )
 
     it.effect.prop(
       "random rows render the Task schema's keys in its order, and values it decodes that are the row's",

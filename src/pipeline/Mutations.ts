@@ -216,7 +216,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
             )
             // The compact text rendering: it is spliced into the frozen webhook bodies.
             if (table.wireText === undefined) throw new Error(`${table.name} has no wire rendering`)
-            const wire = sql.literal(`${table.wireText}(${table.name})::text`)
+            const wire = sql.literal(`${table.name}.${table.wireText}`)
             // A row read before the transaction is written only in the version read; otherwise
             // `target` fails the statement (`steady_row_moved`) wherever it is read first.
             const { seen } = updateOptions
@@ -264,7 +264,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
                 ),
                 ...Object.values(computed)
               ])
-            }) RETURNING id, user_id, project_id, ${sql.literal(`${table.wireText}(${table.name})::text`)} AS wire,
+            }) RETURNING id, user_id, project_id, ${sql.literal(`${table.name}.${table.wireText}`)} AS wire,
               ${sql.literal(insertedRowSql(table, Object.keys(computed)))} AS row)`
             deferred = { target, inserted: sql`inserted AS (SELECT id, row FROM target)`, insertsRow: true }
             // The undo entry's row: the values given, and the id and computed columns as inserted

@@ -35,7 +35,11 @@ export interface TableSpec<R extends TableRow = AnyRow, W = unknown> {
   readonly touch?: string
   /** The SQL function that renders a row as its wire JSON (jsonb), for writes that answer with it. */
   readonly wire?: string
-  /** The same rendering as compact JSON text (`json`), to splice into frozen webhook bodies. */
+  /**
+   * The column holding that rendering as compact JSON text, stored with the row (generated), to
+   * answer with and to splice into frozen webhook bodies. Read as the column itself: a function
+   * over the row would render or re-parse ~1.3 KB per write.
+   */
   readonly wireText?: string
   /** Columns PostgreSQL computes itself (generated): never written, and left out of the rows read. */
   readonly generated?: ReadonlyArray<string>
@@ -122,7 +126,7 @@ export const TasksTable: TableSpec<TaskRow, Task> = {
   columns: taskColumns,
   touch: "updated_at",
   wire: "steady_task_json",
-  wireText: "steady_task_wire",
+  wireText: "wire_text",
   // Migration 0022: the task's wire JSON, stored with the row.
   generated: ["wire_text"]
 }
