@@ -94,6 +94,12 @@ const wireOf = (table: TableSpec<TableRow>) => {
   return `${table.wire}(${table.name})`
 }
 
+/** The row's stored compact wire text (`TableSpec.wireText`), as the statements return it. */
+const wireTextOf = (table: TableSpec<TableRow>) => {
+  if (table.wireText === undefined) throw new Error(`${table.name} has no wire rendering`)
+  return `${table.name}.${table.wireText}`
+}
+
 const checkColumns = (table: TableSpec<TableRow>, values: object) => {
   for (const column of Object.keys(values)) {
     if (kindOf(table, column) === undefined) throw new Error(`Unknown column ${table.name}.${column}`)
@@ -215,8 +221,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
               sql`${sql.literal(column)} = ${typedParam(table, column, value)}`
             )
             // The compact text rendering: it is spliced into the frozen webhook bodies.
-            if (table.wireText === undefined) throw new Error(`${table.name} has no wire rendering`)
-            const wire = sql.literal(`${table.name}.${table.wireText}`)
+            const wire = sql.literal(wireTextOf(table))
             // A row read before the transaction is written only in the version read; otherwise
             // `target` fails the statement (`steady_row_moved`) wherever it is read first.
             const { seen } = updateOptions
@@ -253,7 +258,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
             if (deferred !== undefined) throw new Error("insertAtCommit: one deferred write per mutation")
             checkColumns(table, values)
             for (const column of Object.keys(computed)) checkColumns(table, { [column]: null })
-            if (table.wireText === undefined) throw new Error(`${table.name} has no wire rendering`)
+            const wire = wireTextOf(table)
             const columns = Object.keys(values)
             const target = sql`target AS (INSERT INTO ${sql.literal(table.name)} (${
               sql.literal([...columns, ...Object.keys(computed)].join(", "))
@@ -264,7 +269,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
                 ),
                 ...Object.values(computed)
               ])
-            }) RETURNING id, user_id, project_id, ${sql.literal(`${table.name}.${table.wireText}`)} AS wire,
+            }) RETURNING id, user_id, project_id, ${sql.literal(wire)} AS wire,
               ${sql.literal(insertedRowSql(table, Object.keys(computed)))} AS row)`
             deferred = { target, inserted: sql`inserted AS (SELECT id, row FROM target)`, insertsRow: true }
             // The undo entry's row: the values given, and the id and computed columns as inserted
