@@ -1,4 +1,5 @@
 import * as SqlClient from "@effect/sql/SqlClient"
+import type { Fragment } from "@effect/sql/Statement"
 import { Effect } from "effect"
 import { DEFAULT_PREFERENCES } from "./Preferences.js"
 import type { PeriodSettings } from "../quotas/QuotaPeriods.js"
@@ -9,6 +10,14 @@ export const calendarFrom = (row: CalendarColumns): PeriodSettings => ({
   zone: row.timezone,
   weekStart: row.week_start ?? DEFAULT_PREFERENCES.week_start
 })
+
+/**
+ * Whether the user in `userColumn` (SQL) still has `calendar`, as a condition in SQL: a write
+ * that starts from a kept row (`RecentRows`) requires it, as it requires the row's version.
+ */
+export const calendarStill = (sql: SqlClient.SqlClient, userColumn: string, calendar: PeriodSettings): Fragment =>
+  sql`EXISTS (SELECT 1 FROM users u WHERE u.id = ${sql.literal(userColumn)} AND u.timezone = ${calendar.zone}
+    AND COALESCE(u.preferences->>'week_start', ${DEFAULT_PREFERENCES.week_start}) = ${calendar.weekStart})`
 
 /**
  * A user's calendar: the time zone and week start that quota periods, occurrences and local

@@ -1,6 +1,7 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { Fragment } from "@effect/sql/Statement"
 import { Effect, Schema } from "effect"
+import { RowObject } from "../kernel/Columns.js"
 import type { DayStats, MutationOptions, TxChange, TxEvent } from "./Tx.js"
 import { changesInsert, type entriesOf } from "../changes/ChangeLog.js"
 import { holdsPending, membersSql, PENDING_ID_JSON, PENDING_ROW_MEMBER, PendingId, withWireSql } from "./Pending.js"
@@ -15,6 +16,8 @@ export interface Deferred {
   readonly inserted: Fragment | undefined
   /** A deferred INSERT's `inserted` also renders the row: the undo entry's pending row gets it. */
   readonly insertsRow?: boolean
+  /** A deferred UPDATE's `target` also returns its row and version (`UpdateOptions.keep`). */
+  readonly keeps?: boolean
 }
 
 /**
@@ -24,7 +27,9 @@ export interface Deferred {
 const decodeWritten = Schema.decodeUnknown(Schema.Tuple(Schema.Struct({
   undo_id: Schema.NullOr(Schema.Int),
   deliveries: Schema.Int,
-  wire: Schema.NullOr(Schema.String)
+  wire: Schema.NullOr(Schema.String),
+  version: Schema.optional(Schema.NullOr(Schema.String)),
+  row: Schema.optional(Schema.NullOr(RowObject))
 })))
 
 /** What a mutation's body left for the commit statement to write. */
@@ -128,14 +133,22 @@ export const commitStatement = (sql: SqlClient.SqlClient, input: CommitInput) =>
     ctes.push(sql`recorded AS (${recordSql(sql, record.keyed.request, answer, record.now)})`)
   }
   const fed = feed.length > 0
-  if (ctes.length === 0) return Effect.succeed({ undoId: null, deliveries: 0, wire: null, fed })
+  if (ctes.length === 0) return Effect.succeed({ undoId: null, deliveries: 0, wire: null, kept: null, fed })
   return sql`
     WITH ${sql.join(", ", false)(ctes)}
     SELECT ${undoable ? sql`(SELECT id FROM undo)` : sql`NULL::integer`} AS undo_id,
       ${events.length > 0 ? sql`COALESCE((SELECT n FROM delivered), 0)` : sql`0`} AS deliveries,
-      ${deferred !== undefined ? sql`(SELECT wire FROM target)` : sql`NULL::text`} AS wire`.pipe(
+      ${deferred !== undefined ? sql`(SELECT wire FROM target)` : sql`NULL::text`} AS wire
+      ${deferred?.keeps === true ? sql`, (SELECT version FROM target) AS version, (SELECT row FROM target) AS row` : sql``}`.pipe(
     // A row that does not fit is a defect; the SqlError stays the caller's (a keyed write's refusal).
     Effect.flatMap((rows) => Effect.catchTag(decodeWritten(rows), "ParseError", Effect.die)),
-    Effect.map(([row]) => ({ undoId: row.undo_id, deliveries: row.deliveries, wire: row.wire, fed }))
+    Effect.map(([row]) => ({
+      undoId: row.undo_id,
+      deliveries: row.deliveries,
+      wire: row.wire,
+      // The deferred update's row and version, when it keeps them.
+      kept: row.version == null || row.row == null ? null : { version: row.version, row: row.row },
+      fed
+    }))
   )
 }

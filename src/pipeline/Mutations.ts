@@ -17,6 +17,7 @@ import { Pending, PendingId, PENDING_ROW_KEY, withWire } from "./Pending.js"
 import { type DayStats, type Insertion, type MutationOptions, type PendingInsert, type ReadFirstRunner, type Resolved, type Runner, type Tx, type TxChange, type TxEvent, untyped, type UpdateOptions } from "./Tx.js"
 import { type KeyedAnswer, KeyRefused, isRefusal } from "./IdempotencyRecord.js"
 import { pgFieldsOf } from "../sql/DatabaseFailures.js"
+import { RecentRows } from "./RecentRows.js"
 
 function resolved<A>(result: A, wire: string | null): Resolved<A>
 function resolved(result: unknown, wire: string | null): unknown {
@@ -30,6 +31,8 @@ interface RowOptions {
   readonly guard?: ReadonlyArray<string>
   readonly current?: TableRow
   readonly seen?: string | undefined
+  readonly stillHolds?: Fragment | undefined
+  readonly keep?: { readonly extra: unknown }
   readonly alsoInsert?: Insertion
 }
 
@@ -117,6 +120,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
     const sql = yield* SqlClient.SqlClient
     const wakeup = yield* WebhookWakeup
     const changeWakeup = yield* ChangeWakeup
+    const recentRows = yield* RecentRows
 
     /** A column's value as a statement parameter cast to the column's type. */
     const typedParam = (table: TableSpec<TableRow>, column: string, value: JsonValue) =>
@@ -154,6 +158,8 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
         const events: Array<TxEvent> = []
         const stats = new Map<string, DayStats>()
         let deferred: Deferred | undefined
+        /** The deferred update's row, to keep in `RecentRows` as the statement returns it. */
+        let kept: { readonly table: TableSpec<TableRow>; readonly id: number; readonly extra: unknown } | undefined
         let description = ""
 
         const insertRow = <R extends TableRow>(table: TableSpec<R>, values: Writes<R>) =>
@@ -224,14 +230,28 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
             const wire = sql.literal(wireTextOf(table))
             // A row read before the transaction is written only in the version read; otherwise
             // `target` fails the statement (`steady_row_moved`) wherever it is read first.
-            const { seen } = updateOptions
-            const where = seen === undefined ? sql`id = ${id}` : sql`id = ${id} AND xmin = ${seen}::xid`
+            const { seen, stillHolds } = updateOptions
+            const where = seen === undefined
+              ? sql`id = ${id}`
+              : stillHolds === undefined
+              ? sql`id = ${id} AND xmin = ${seen}::xid`
+              : sql`id = ${id} AND xmin = ${seen}::xid AND ${stillHolds}`
+            // A kept row comes back as the database has it (its triggers may have set columns).
+            const keep = updateOptions.keep
+            const returned = keep === undefined
+              ? sql`${wire} AS wire`
+              : sql`${wire} AS wire, xmin::text AS version, ${sql.literal(rowJsonSql(table, table.name))} AS row`
             const row = fields.length === 0
-              ? sql`SELECT ${wire} AS wire FROM ${sql.literal(table.name)} WHERE ${where}`
-              : sql`UPDATE ${sql.literal(table.name)} SET ${sql.csv(sets)} WHERE ${where} RETURNING ${wire} AS wire`
+              ? sql`SELECT ${returned} FROM ${sql.literal(table.name)} WHERE ${where}`
+              : sql`UPDATE ${sql.literal(table.name)} SET ${sql.csv(sets)} WHERE ${where} RETURNING ${returned}`
             const target = seen === undefined
               ? sql`target AS (${row})`
-              : sql`moved AS (${row}), target AS (SELECT COALESCE((SELECT wire FROM moved), steady_row_moved()) AS wire)`
+              : keep === undefined
+              ? sql`moved AS (${row}), target AS (SELECT COALESCE((SELECT wire FROM moved), steady_row_moved()) AS wire)`
+              : sql`moved AS (${row}), target AS (
+                  SELECT COALESCE((SELECT wire FROM moved), steady_row_moved()) AS wire,
+                    (SELECT version FROM moved) AS version, (SELECT row FROM moved) AS row)`
+            if (keep !== undefined) kept = { table, id, extra: keep.extra }
             if (fields.length > 0) {
               recordChange(updateChange(table, id, current, before, after, updateOptions.guard))
             }
@@ -249,7 +269,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
               const id = new PendingId()
               recordChange({ op: "insert", table: also.table.name, id, after: { id: id.toJSON(), ...normalizeRow(also.table, also.values) } })
             }
-            deferred = { target, inserted }
+            deferred = { target, inserted, keeps: keep !== undefined }
             return { fields }
           })
 
@@ -345,8 +365,18 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
         if (Option.isSome(transaction) && transaction.value[1] === 0) commitWithNextStatement(transaction.value[0])
         const written = yield* commitStatement(sql, input).pipe(
           Effect.catchIf((error) => keyed !== undefined && isRefusal(error), () => Effect.fail(new KeyRefused())),
-          Effect.catchIf((error) => pgFieldsOf(error)?.code === ROW_MOVED, () => Effect.fail(new RowMoved()))
+          Effect.catchIf((error) => pgFieldsOf(error)?.code === ROW_MOVED, () => {
+            if (kept !== undefined) recentRows.drop(kept.table.name, kept.id)
+            return Effect.fail(new RowMoved())
+          })
         )
+        // Rows this write changed are no longer as kept; the deferred update's row is, as returned.
+        for (const change of fed) {
+          if (typeof change.id === "number") recentRows.drop(change.table, change.id)
+        }
+        if (kept !== undefined && written.kept !== null) {
+          recentRows.put(kept.table, kept.id, { row: decodedRow(kept.table, written.kept.row).row, version: written.kept.version, extra: kept.extra })
+        }
         if (record !== undefined) record.keyed.recorded(written.wire === null ? record.body : withWire(record.body, written.wire))
         yield* wakeAfter(written)
         return [resolved(result, written.wire), written.undoId] as const

@@ -155,6 +155,19 @@ export interface UpdateOptions<R extends TableRow> {
    */
   readonly seen?: string | undefined
   /**
+   * With `seen`: what else the read before the transaction had that the write depends on
+   * (a task's calendar), as a condition in SQL on the row (named as its table). The UPDATE
+   * requires it too, like the version. Needed when the read is a kept row (`RecentRows`),
+   * whose other inputs may have changed since it was kept.
+   */
+  readonly stillHolds?: Fragment | undefined
+  /**
+   * With `updateAtCommit`: keep the row as written, its version and `extra` (what the read had
+   * besides the row) in `RecentRows`, so that the row's next `readFirst` write in this process
+   * can start from it instead of reading it.
+   */
+  readonly keep?: { readonly extra: unknown }
+  /**
    * A row to insert in the same statement (a CTE), e.g. the completion record of a done:
    * recorded after the update, as if inserted by `insert` right after it.
    */

@@ -19,6 +19,7 @@ import { Idempotency } from "../pipeline/Idempotency.js"
 import { Liveness } from "./Liveness.js"
 import { MissedReminders } from "../quotas/MissedReminders.js"
 import { Mutations } from "../pipeline/Mutations.js"
+import { RecentRows } from "../pipeline/RecentRows.js"
 import { Notifications } from "../quotas/Notifications.js"
 import { PreferencesService } from "../accounts/PreferencesService.js"
 import { Projects } from "../projects/Projects.js"
@@ -52,7 +53,9 @@ const Core = Layer.mergeAll(
   AiRateLimits.Default
 ).pipe(
   Layer.provideMerge(WebhookWakeup.Default),
-  Layer.provideMerge(ChangeWakeup.Default)
+  Layer.provideMerge(ChangeWakeup.Default),
+  // One for the pipeline, which keeps rows, and the features that start edits from them.
+  Layer.provideMerge(RecentRows.Default)
 )
 
 const Periods = Quotas.Default.pipe(Layer.provideMerge(Core))

@@ -1,6 +1,6 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Option } from "effect"
-import { ValidationError } from "../kernel/Errors.js"
+import { type NotFound, ValidationError } from "../kernel/Errors.js"
 import type { JsonValue } from "../kernel/Json.js"
 import type { TaskRow, Writes } from "../pipeline/Rows.js"
 import type { Task, TaskCreate, TaskPatch } from "./Task.js"
@@ -18,11 +18,20 @@ import type { Pending } from "../pipeline/Pending.js"
 import { Quotas } from "../quotas/Quotas.js"
 import { TasksTable } from "../pipeline/Tables.js"
 import { TaskQueries } from "./TaskQueries.js"
-import { UserCalendar } from "../accounts/UserCalendar.js"
+import { calendarStill, UserCalendar } from "../accounts/UserCalendar.js"
+import { RecentRows } from "../pipeline/RecentRows.js"
 import { inboxOf } from "../projects/ProjectsTable.js"
 import type { ProjectId, TaskId } from "../kernel/Ids.js"
 
 const quoted = (title: string) => `'${title}'`
+
+/** What an edit starts from: the task, its owner's calendar, its version; `kept` when from `RecentRows`. */
+interface ReadForEdit {
+  readonly current: TaskRow
+  readonly calendar: PeriodSettings
+  readonly version: string | undefined
+  readonly kept?: boolean
+}
 
 /** Task writes. Each one is a single pass through the mutation pipeline. */
 export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
@@ -34,6 +43,7 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
     const calendars = yield* UserCalendar
     const enrichment = yield* EnrichmentQueue
     const rateLimits = yield* AiRateLimits
+    const recentRows = yield* RecentRows
 
     /**
      * A quota's current period: set when it becomes a quota or its period rule changes. The
@@ -114,12 +124,26 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
      * statement, and the task comes back from it as wire JSON.
      */
     const updateWith = <X>(run: ReadFirstRunner<X>, user: CurrentUserShape, id: TaskId, patch: TaskPatch) =>
-      run({ user, action: "edit" }, (lock) => queries.forWrite(user, id, lock), (tx, read) => updateBody(tx, read, user, id, patch))
+      run({ user, action: "edit" }, (lock) => lock ? queries.forWrite(user, id, true) : readForEdit(user, id), (tx, read) =>
+        updateBody(tx, read, user, id, patch))
+
+    /**
+     * The task as this process last wrote it, when the caller owns it (`RecentRows`): the
+     * UPDATE then also requires the owner's calendar to be the one kept with it. Another
+     * user's edit through a shared project always reads, since the project's sharing decides
+     * whether they see the task at all.
+     */
+    const readForEdit = (user: CurrentUserShape, id: TaskId): Effect.Effect<ReadForEdit, NotFound> => {
+      const kept = recentRows.get<TaskRow, PeriodSettings>(TasksTable, id)
+      return kept !== undefined && kept.row.user_id === user.id
+        ? Effect.succeed({ current: kept.row, calendar: kept.extra, version: kept.version, kept: true })
+        : queries.forWrite(user, id, false)
+    }
 
     const updateBody = Effect.fnUntraced(
       function*(
         tx: Tx,
-        { calendar, current, version }: Effect.Effect.Success<ReturnType<typeof queries.forWrite>>,
+        { calendar, current, version, kept }: ReadForEdit,
         user: CurrentUserShape,
         id: TaskId,
         patch: TaskPatch
@@ -131,7 +155,12 @@ export class Tasks extends Effect.Service<Tasks>()("steady/Tasks", {
         // Anchors and periods on the owner's calendar, whoever edits (README: whose calendar).
         const edits = yield* patchTaskRow(current, patch, { now: tx.now, zone: calendar.zone })
         const writes = { ...edits, ...(yield* periodWrites(Effect.succeed(calendar), current, { ...current, ...edits }, tx.now)) }
-        const written = yield* tx.updateAtCommit(TasksTable, id, writes, { current, seen: version })
+        const written = yield* tx.updateAtCommit(TasksTable, id, writes, {
+          current,
+          seen: version,
+          stillHolds: kept === true ? calendarStill(sql, "tasks.user_id", calendar) : undefined,
+          keep: { extra: calendar }
+        })
         const fields = visibleFields(written.fields)
         const task = written.wire
         const title = "title" in writes ? writes.title : current.title
