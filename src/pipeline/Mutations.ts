@@ -230,27 +230,21 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
             const wire = sql.literal(wireTextOf(table))
             // A row read before the transaction is written only in the version read; otherwise
             // `target` fails the statement (`steady_row_moved`) wherever it is read first.
-            const { seen, stillHolds } = updateOptions
+            const { keep, seen, stillHolds } = updateOptions
             const where = seen === undefined
               ? sql`id = ${id}`
-              : stillHolds === undefined
-              ? sql`id = ${id} AND xmin = ${seen}::xid`
-              : sql`id = ${id} AND xmin = ${seen}::xid AND ${stillHolds}`
+              : sql.and([sql`id = ${id}`, sql`xmin = ${seen}::xid`, ...(stillHolds === undefined ? [] : [stillHolds])])
             // A kept row comes back as the database has it (its triggers may have set columns).
-            const keep = updateOptions.keep
             const returned = keep === undefined
               ? sql`${wire} AS wire`
               : sql`${wire} AS wire, xmin::text AS version, ${sql.literal(rowJsonSql(table, table.name))} AS row`
             const row = fields.length === 0
               ? sql`SELECT ${returned} FROM ${sql.literal(table.name)} WHERE ${where}`
               : sql`UPDATE ${sql.literal(table.name)} SET ${sql.csv(sets)} WHERE ${where} RETURNING ${returned}`
+            const movedKept = keep === undefined ? sql`` : sql`, (SELECT version FROM moved) AS version, (SELECT row FROM moved) AS row`
             const target = seen === undefined
               ? sql`target AS (${row})`
-              : keep === undefined
-              ? sql`moved AS (${row}), target AS (SELECT COALESCE((SELECT wire FROM moved), steady_row_moved()) AS wire)`
-              : sql`moved AS (${row}), target AS (
-                  SELECT COALESCE((SELECT wire FROM moved), steady_row_moved()) AS wire,
-                    (SELECT version FROM moved) AS version, (SELECT row FROM moved) AS row)`
+              : sql`moved AS (${row}), target AS (SELECT COALESCE((SELECT wire FROM moved), steady_row_moved()) AS wire${movedKept})`
             if (keep !== undefined) kept = { table, id, extra: keep.extra }
             if (fields.length > 0) {
               recordChange(updateChange(table, id, current, before, after, updateOptions.guard))
