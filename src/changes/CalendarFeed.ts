@@ -12,7 +12,7 @@ import { occurrencesBetween } from "../recurrence/Occurrences.js"
 import { type ExpansionBudget, runToEnd } from "../recurrence/RuleExpansion.js"
 import { civilFromDays, DAY_MS, daysFromCivil } from "../recurrence/RuleCalendar.js"
 import { transitionsIn, vtimezone } from "./VTimezone.js"
-import { instantOfWall, offsetAt } from "../recurrence/ZoneOffsets.js"
+import { instantOfWall, offsetAt } from "../kernel/ZoneOffsets.js"
 
 /**
  * The calendar feed: a user's open dated tasks as an iCalendar VTODO list.

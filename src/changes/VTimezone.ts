@@ -1,6 +1,6 @@
 import { contentLine, floatingStamp, utcOffset } from "./ICalendar.js"
 import { civilFromDays, DAY_MS, daysFromCivil, monthLength, weekdayOf } from "../recurrence/RuleCalendar.js"
-import { offsetAt, probeOffset } from "../recurrence/ZoneOffsets.js"
+import { offsetAt, probeOffset } from "../kernel/ZoneOffsets.js"
 
 /**
  * A VTIMEZONE (RFC 5545 §3.6.5) built from the zone's real offsets, as the runtime's time

@@ -2,7 +2,7 @@ import { Either } from "effect"
 import { HOURLY, parseRule } from "./Recurrence.js"
 import { DAY_MS } from "./RuleCalendar.js"
 import { countBefore, type ExpansionBudget, type Found, search, type Target } from "./RuleExpansion.js"
-import { wallOf } from "./ZoneOffsets.js"
+import { wallOf } from "../kernel/ZoneOffsets.js"
 
 /**
  * Occurrences of an RFC 5545 rule on the user's local calendar (see RuleExpansion for how

@@ -11,7 +11,7 @@ import {
   passes,
   weekdayOf
 } from "./RuleCalendar.js"
-import { instantOfWall, wallOf } from "./ZoneOffsets.js"
+import { instantOfWall, wallOf } from "../kernel/ZoneOffsets.js"
 
 /**
  * A bounded RFC 5545 expander on the local calendar. It replaces `rrule`'s iteration, which

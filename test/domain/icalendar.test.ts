@@ -4,7 +4,7 @@ import ICAL from "ical.js"
 import { feedRule as feedRuleOf, type FeedTask, icalPriority, renderFeed } from "../../src/changes/CalendarFeed.js"
 import { escapeText, foldLine, unescapeText, unfold, utcOffset } from "../../src/changes/ICalendar.js"
 import { transitionsIn, vtimezone } from "../../src/changes/VTimezone.js"
-import { offsetAt } from "../../src/recurrence/ZoneOffsets.js"
+import { offsetAt } from "../../src/kernel/ZoneOffsets.js"
 
 const octets = (s: string) => new TextEncoder().encode(s).length
 const physicalLines = (folded: string) => folded.split("\r\n").slice(0, -1)

@@ -5,6 +5,7 @@ import {
   instantOf,
   localDate,
   localParts,
+  intlLocalParts,
   localTimeOfDay,
   parseCalendarDate,
   startOfLocalDay,
@@ -216,9 +217,9 @@ describe("localParts / localDate / localTimeOfDay", () => {
     expect(localTimeOfDay(new Date(t), zone)).toBe(wall.toISOString().slice(11, 16))
   }, { fastCheck: { numRuns: 500 } })
 
-  // localParts keeps its last answer per zone for the second it names: a sequence of
-  // instants that revisits seconds, hops between zones and crosses transitions must still
-  // get each instant's own wall clock, never a neighbour's.
+  // localParts reads offsets from a cache per zone and day: a sequence of instants that
+  // revisits seconds, hops between zones and crosses transitions must still get each
+  // instant's own wall clock, never a neighbour's.
   it.prop(
     "agree with the oracle over a sequence that revisits seconds and zones",
     [fc.array(fc.tuple(instantArb, zoneArb, fc.integer({ min: -1500, max: 1500 })), { minLength: 2, maxLength: 30 })],
@@ -234,6 +235,36 @@ describe("localParts / localDate / localTimeOfDay", () => {
     },
     { fastCheck: { numRuns: 200 } }
   )
+})
+
+describe("localParts against Intl's own reading", () => {
+  // Any year, including local mean time before a zone's first standard offset (seconds in
+  // the offset: Berlin +00:53:28 until 1893) and the last representable days, where
+  // localParts hands over to Intl.
+  const anyInstantArb = fc.integer({ min: Date.UTC(1, 0, 1), max: Date.UTC(9999, 11, 31, 23, 59, 59, 999) })
+
+  it.prop("equal for any instant of years 1–9999", [anyInstantArb, zoneArb], ([t, zone]) => {
+    expect(localParts(new Date(t), zone)).toEqual(intlLocalParts(new Date(t), zone))
+  }, { fastCheck: { numRuns: 1000 } })
+
+  it.prop("equal near transitions, to the millisecond", [nearTransitionArb], ([{ t, zone }]) => {
+    expect(localParts(new Date(t), zone)).toEqual(intlLocalParts(new Date(t), zone))
+  }, { fastCheck: { numRuns: 1000 } })
+
+  it("reads local mean time with its seconds, and era years before year 1 as Intl does", () => {
+    expect(localParts(new Date("1890-06-01T12:00:00Z"), "Europe/Berlin")).toEqual(
+      { year: 1890, month: 6, day: 1, hour: 12, minute: 53, second: 28, weekday: 0 }
+    )
+    const bc = new Date(0)
+    bc.setUTCFullYear(0, 5, 1) // year 0: 1 BC
+    expect(localParts(bc, "UTC").year).toBe(1)
+    expect(localParts(bc, "UTC")).toEqual(intlLocalParts(bc, "UTC"))
+  })
+
+  it("refuses an unknown zone or an invalid date with Intl's RangeError", () => {
+    expect(() => localParts(new Date("2026-06-01T00:00:00Z"), "Mars/Olympus_Mons")).toThrow(RangeError)
+    expect(() => localParts(new Date(Number.NaN), "UTC")).toThrow(RangeError)
+  })
 })
 
 describe("zoneOffsetMs", () => {

@@ -4,7 +4,7 @@ import { renderFeed } from "../../src/changes/CalendarFeed.js"
 import { nextOccurrence, occurrencesBetween as walkBetween, type RecurrenceInput } from "../../src/recurrence/Occurrences.js"
 import { MAX_PERIOD_CANDIDATES, parseRule } from "../../src/recurrence/Recurrence.js"
 import { type ExpansionBudget, PAUSE_UNITS, runToEnd, search } from "../../src/recurrence/RuleExpansion.js"
-import { wallOf } from "../../src/recurrence/ZoneOffsets.js"
+import { wallOf } from "../../src/kernel/ZoneOffsets.js"
 
 /**
  * The calendar feed turns a stored COUNT into the count left from the current occurrence

@@ -6,7 +6,7 @@ import { DAY, DST_EDGE_ZONES, FROM, HOUR, MAX_EXAMPLES, type OracleReport, type 
 /*
  * The occurrence half of the Temporal oracle: nextOccurrence and firstOccurrence against
  * expectations computed with Temporal (`@js-temporal/polyfill`), which shares no code with
- * src/recurrence (ZoneOffsets, RuleCalendar, RuleExpansion).
+ * src/recurrence (RuleCalendar, RuleExpansion) and src/kernel/ZoneOffsets.
  *
  * The rules the expectations encode (README, Recurrence):
  * - The series' first wall time is the series start's local date at the anchor time

@@ -1,10 +1,38 @@
 /**
- * UTC offsets of IANA zones for recurrence expansion. An expansion converts many wall times
- * to instants; asking `Intl` three times per conversion would dominate its cost, so offsets
- * are read once per zone and UTC day (bisecting the transition when the day has one) and
- * kept. Wall times here are "floating" milliseconds: the wall clock's fields read as UTC.
+ * UTC offsets of IANA zones, the one place that asks `Intl` about them. Recurrence expansion
+ * converts many wall times to instants, and every write reads a few instants' local dates and
+ * times (`LocalTime`); asking `Intl` for each (~10 µs a `formatToParts`, three per
+ * conversion) would dominate their cost, so offsets are read once per zone and UTC day
+ * (bisecting the transition when the day has one) and kept. Wall times here are "floating"
+ * milliseconds: the wall clock's fields read as UTC.
  */
-import { formatterFor } from "../kernel/LocalTime.js"
+
+const formatters = new Map<string, Intl.DateTimeFormat>()
+
+/**
+ * The one wall-clock formatter per zone. `Intl` uses the proleptic Gregorian calendar and
+ * reads years before 1 as era years (1 BC), hence the era. Throws a RangeError for a zone
+ * `Intl` does not know.
+ */
+export const formatterFor = (zone: string): Intl.DateTimeFormat => {
+  let f = formatters.get(zone)
+  if (f === undefined) {
+    f = new Intl.DateTimeFormat("en-US", {
+      timeZone: zone,
+      hourCycle: "h23",
+      era: "short",
+      year: "numeric",
+      month: "numeric",
+      day: "numeric",
+      hour: "numeric",
+      minute: "numeric",
+      second: "numeric",
+      weekday: "short"
+    })
+    formatters.set(zone, f)
+  }
+  return f
+}
 
 const DAY = 86_400_000
 
@@ -89,17 +117,13 @@ const switchIn = (zone: string, start: number, before: number): number => {
 }
 
 const dayOffsets = (zone: string, dayIndex: number): DayOffsets => {
-  let zoneDays = days.get(zone)
-  if (zoneDays === undefined) {
-    zoneDays = new Map()
-    days.set(zone, zoneDays)
-  }
-  const known = zoneDays.get(dayIndex)
+  const known = days.get(zone)?.get(dayIndex)
   if (known !== undefined) return known
   const start = dayIndex * DAY
   // A day's closing offset is the next day's opening one: read it from there when known.
-  const before = zoneDays.get(dayIndex - 1)?.after ?? intlOffset(zone, start)
-  const after = zoneDays.get(dayIndex + 1)?.before ?? intlOffset(zone, start + DAY)
+  // Intl is asked before the zone gets a map, so a zone it refuses (a RangeError) leaves none.
+  const before = days.get(zone)?.get(dayIndex - 1)?.after ?? intlOffset(zone, start)
+  const after = days.get(zone)?.get(dayIndex + 1)?.before ?? intlOffset(zone, start + DAY)
   let entry: DayOffsets
   if (before === after) {
     entry = { before, switchAt: Infinity, after }
@@ -107,6 +131,11 @@ const dayOffsets = (zone: string, dayIndex: number): DayOffsets => {
     entry = { before, switchAt: switchIn(zone, start, before), after }
   }
   if (cachedDays >= MAX_DAYS) evictOldest()
+  let zoneDays = days.get(zone)
+  if (zoneDays === undefined) {
+    zoneDays = new Map()
+    days.set(zone, zoneDays)
+  }
   zoneDays.set(dayIndex, entry)
   cachedDays++
   return entry
