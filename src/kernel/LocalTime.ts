@@ -2,7 +2,7 @@
  * Wall-clock arithmetic in IANA time zones, on top of `Intl` only (through `ZoneOffsets`).
  * Pure: every function takes the instant it works on; nothing here reads the current time.
  */
-import { formatterFor, offsetAt } from "./ZoneOffsets.js"
+import { formatterFor, instantOfWall, offsetAt } from "./ZoneOffsets.js"
 
 export interface LocalParts {
   readonly year: number
@@ -22,6 +22,14 @@ const FIRST_MS = Date.UTC(2, 0, 1)
 const LAST_MS = Date.UTC(9998, 11, 31)
 
 /**
+ * Whether `ZoneOffsets`' cache answers for an instant. Outside years 1–9999 (and for an
+ * invalid date, whose RangeError it throws) Intl answers: it names era years before year 1
+ * (1 BC for year 0), and the day cache's neighbours of the last representable day are not
+ * representable.
+ */
+const cached = (ms: number) => ms >= FIRST_MS && ms <= LAST_MS
+
+/**
  * The wall clock's fields at an instant: the UTC fields of the instant moved by the zone's
  * offset, which `ZoneOffsets` keeps per zone and day. A write reads several instants' local
  * parts (its day for statistics, anchors, periods; `instantOf` up to six), where each
@@ -29,10 +37,7 @@ const LAST_MS = Date.UTC(9998, 11, 31)
  */
 export const localParts = (instant: Date, zone: string): LocalParts => {
   const ms = instant.getTime()
-  // Outside years 1–9999 (and for an invalid date, whose RangeError it throws) Intl answers:
-  // it names era years before year 1 (1 BC for year 0), and the day cache's neighbours of the
-  // last representable day are not representable.
-  if (!(ms >= FIRST_MS && ms <= LAST_MS)) return intlLocalParts(instant, zone)
+  if (!cached(ms)) return intlLocalParts(instant, zone)
   const wall = new Date(ms + offsetAt(zone, ms))
   return {
     year: wall.getUTCFullYear(),
@@ -76,7 +81,8 @@ export const localTimeOfDay = (instant: Date, zone: string): string => {
 
 /** Offset of the zone from UTC at an instant, in milliseconds (east positive). */
 export const zoneOffsetMs = (instant: Date, zone: string): number => {
-  const p = localParts(instant, zone)
+  if (cached(instant.getTime())) return offsetAt(zone, instant.getTime())
+  const p = intlLocalParts(instant, zone)
   const asUtc = Date.UTC(p.year, p.month - 1, p.day, p.hour, p.minute, p.second)
   const truncated = instant.getTime() - (instant.getTime() % 1000 + 1000) % 1000
   return asUtc - truncated
@@ -97,6 +103,7 @@ export const instantOf = (
   second = 0
 ): Date => {
   const wall = Date.UTC(year, month - 1, day, hour, minute, second)
+  if (cached(wall)) return new Date(instantOfWall(zone, wall))
   // Two passes settle on the right offset for all but the skipped hour.
   const first = wall - zoneOffsetMs(new Date(wall), zone)
   const second_ = wall - zoneOffsetMs(new Date(first), zone)
