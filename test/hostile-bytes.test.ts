@@ -190,6 +190,33 @@ describe("hostile bytes: NUL, lone surrogates, deep JSON, oversized bodies and h
       await user.api.delete(`/api/tasks/${res.body.data.id}`)
     })
 
+    it("a chunked body (no Content-Length) nested too deep is still refused before it is parsed", async () => {
+      const before = await snapshot(service)
+      const deep = `{"title":"deep","notes":${"[".repeat(5_000)}${"]".repeat(5_000)}}`
+      const res = await rawRequest(service.baseUrl, {
+        method: "POST",
+        path: "/api/tasks",
+        headers: { authorization: `Bearer ${user.token}`, "content-type": "application/json", "transfer-encoding": "chunked" },
+        chunks: [deep.slice(0, 4_000), deep.slice(4_000)]
+      })
+      expect(res.status).toBe(400)
+      expect(res.body).toEqual({ error: "Invalid request", code: "VALIDATION_ERROR", details: { body: "JSON nested deeper than 32 levels" } })
+      expect(await snapshot(service)).toEqual(before)
+    })
+
+    it("a request with neither Content-Length nor Transfer-Encoding has no body: a create without one is a 400", async () => {
+      const before = await snapshot(service)
+      const res = await rawRequest(service.baseUrl, {
+        method: "POST",
+        path: "/api/tasks",
+        headers: { authorization: `Bearer ${user.token}`, "content-type": "application/json" },
+        chunks: []
+      })
+      expect(res.status).toBe(400)
+      expect(res.body.code).toBe("VALIDATION_ERROR")
+      expect(await snapshot(service)).toEqual(before)
+    })
+
     it("a 20 KB header is a 431 with the envelope", async () => {
       const res = await rawRequest(service.baseUrl, {
         method: "GET",

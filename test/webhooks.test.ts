@@ -472,6 +472,8 @@ describe("webhook events (spec §6)", () => {
 
   it("undoing a delete sends task.updated (not task.created) with deleted_at changed", async () => {
     const task = await createTask(alice.api, { title: "Back from the trash" })
+    // Deliveries run concurrently, so only settled writes arrive in their order.
+    await settled(service, alice.id)
     expect((await alice.api.delete(`/api/tasks/${task.id}`)).status).toBe(200)
     await settled(service, alice.id)
     expect((await alice.api.post("/api/undo")).status).toBe(200)

@@ -87,14 +87,16 @@ export class Credentials extends Effect.Service<Credentials>()("steady/Credentia
         const digest = sha256(token)
         // Taken before the lookup, so a revocation the lookup might have missed changes it.
         const mark = cache.revocationMark()
-        const found = cache.lookup(digest, tokenByDigest(sql, digest).pipe(
-          Effect.map((row) =>
-            Option.fromNullable(row).pipe(
-              Option.filter((row) => sameDigest(row.digest, digest)),
-              Option.map((row): VerifiedToken => ({ user: toUser(row), tokenId: row.credential_id }))
+        // Suspended: the query is built only when the cache misses, not on every request.
+        const found = cache.lookup(digest, Effect.suspend(() =>
+          tokenByDigest(sql, digest).pipe(
+            Effect.map((row) =>
+              Option.fromNullable(row).pipe(
+                Option.filter((row) => sameDigest(row.digest, digest)),
+                Option.map((row): VerifiedToken => ({ user: toUser(row), tokenId: row.credential_id }))
+              )
             )
-          )
-        ))
+          )))
         // The cache keeps the user without it: a mark is only good for the request it was taken for.
         return Effect.map(found, Option.map(({ tokenId, user }): VerifiedToken => ({
           tokenId,

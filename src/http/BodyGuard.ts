@@ -87,6 +87,16 @@ const readOnce = <A, E>(read: Effect.Effect<A, E>): Effect.Effect<A, E> => {
 }
 
 /**
+ * Whether `guardBody` has anything to guard. A Node request without `Content-Length` (or with
+ * 0) and without `Transfer-Encoding` has no body (RFC 9112 §6.3); any other request may have
+ * one (a web `Request` an embedding host hands over need not say its length in a header).
+ */
+export const mayCarryBody = (request: HttpServerRequest.HttpServerRequest): boolean =>
+  !(request.source instanceof IncomingMessage) ||
+  request.headers["transfer-encoding"] !== undefined ||
+  (request.headers["content-length"] ?? "0") !== "0"
+
+/**
  * Replaces how a request reads its body as text (which `json` and form bodies use too): a
  * JSON body nested deeper than `maxDepth` is refused before anything parses it, and a Node
  * request is read by `readCapped`. Still lazy and cached like the platform's own reader, so

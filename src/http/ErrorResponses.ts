@@ -9,7 +9,7 @@ import { Cause, Effect, Option, ParseResult } from "effect"
 import { type AppError, envelopeOf, isAppError, statusOf } from "../kernel/Errors.js"
 import { databaseUnavailable, isTransactionConflict } from "../sql/DatabaseFailures.js"
 import { allowedMethods, refusedOnLiteralPath } from "./Allowed.js"
-import { guardBody, isBodyTooLarge, MAX_JSON_DEPTH } from "./BodyGuard.js"
+import { guardBody, isBodyTooLarge, MAX_JSON_DEPTH, mayCarryBody } from "./BodyGuard.js"
 import { makeIdempotentWrites } from "./IdempotentWrites.js"
 import { withRequestId } from "./RequestId.js"
 
@@ -109,10 +109,17 @@ export const errorResponse = Effect.fnUntraced(function*(cause: Cause.Cause<unkn
   return envelope(500, "INTERNAL_ERROR", "Internal server error")
 })
 
+const MAX_BODY_SIZE = BigInt(MAX_BODY_BYTES)
+
 /**
  * Runs around the router, before HttpApi's own error encoder, so decode errors, unknown
  * routes, malformed JSON and oversized bodies all leave in our envelope, and nothing
  * unexpected leaves as a stack trace.
+ *
+ * Only a request with a body gets its reader replaced (`guardBody`), and the platform's body
+ * limit is set around the request only when the server did not already set it for every
+ * request (`HttpServerLive` does; a host that mounts the API may not): each costs a request
+ * a few KB of allocation (docs/performance.md, "Allocation per request").
  */
 export const withErrorEnvelope = Effect.fnUntraced(function*<E, R>(app: HttpApp.Default<E, R>) {
   const request = yield* HttpServerRequest.HttpServerRequest
@@ -120,11 +127,12 @@ export const withErrorEnvelope = Effect.fnUntraced(function*<E, R>(app: HttpApp.
   if (Number.isFinite(length) && length > MAX_BODY_BYTES) return tooLarge()
   const refused = refusedOnLiteralPath(request.method, request.url)
   if (refused !== undefined) return notAllowed(request, refused)
-  return yield* guardBody(request, MAX_BODY_BYTES, MAX_JSON_DEPTH).pipe(
-    Effect.zipRight(app),
-    HttpIncomingMessage.withMaxBodySize(Option.some(MAX_BODY_BYTES)),
-    Effect.catchAllCause(errorResponse)
-  )
+  const guarded = mayCarryBody(request) ? Effect.zipRight(guardBody(request, MAX_BODY_BYTES, MAX_JSON_DEPTH), app) : app
+  const limit = yield* HttpIncomingMessage.MaxBodySize
+  const limited = Option.isSome(limit) && limit.value <= MAX_BODY_SIZE
+    ? guarded
+    : HttpIncomingMessage.withMaxBodySize(guarded, Option.some(MAX_BODY_BYTES))
+  return yield* Effect.catchAllCause(limited, errorResponse)
 })
 
 /**

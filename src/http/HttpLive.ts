@@ -1,4 +1,5 @@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpIncomingMessage from "@effect/platform/HttpIncomingMessage"
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as Etag from "@effect/platform/Etag"
 import * as FileSystem from "@effect/platform/FileSystem"
@@ -18,7 +19,7 @@ import { AiHttpLive } from "../ai/AiHttp.js"
 import { ChangesHttpLive } from "../changes/ChangesHttp.js"
 import { CalendarFeedHttpLive, CalendarKeyHttpLive } from "../changes/CalendarHttp.js"
 import { Api } from "./Api.js"
-import { ErrorEnvelopeLive } from "./ErrorResponses.js"
+import { ErrorEnvelopeLive, MAX_BODY_BYTES } from "./ErrorResponses.js"
 import { LifecycleHttpLive } from "../lifecycle/LifecycleHttp.js"
 import { measureRequests, requestSpanName } from "./Observability.js"
 import { ProjectsHttpLive } from "../projects/ProjectsHttp.js"
@@ -78,6 +79,9 @@ export const makeNodeServer = () => {
   return trackForGracefulStop(server)
 }
 
+/** Every request's body limit, in the context requests run in. */
+const BodyLimitLive = Layer.succeed(HttpIncomingMessage.MaxBodySize, Option.some(FileSystem.Size(MAX_BODY_BYTES)))
+
 /** Listens on `HOST:PORT` from the configuration. */
 export const NodeServerLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) => NodeHttpServer.layer(makeNodeServer, { port: config.port, host: config.host }))
@@ -92,7 +96,8 @@ export const NodeServerLive = Layer.unwrapEffect(
  * `HttpApiBuilder.serve` spelled out, so that the server runs requests with only the
  * platform's services in their context (`onlyServices`): it serves from the context it is
  * built in, and each request copies that context (the router, every `provideService`).
- * The handlers hold what they use from their groups' own contexts.
+ * The handlers hold what they use from their groups' own contexts. The body limit is in that
+ * context too, so the envelope need not set it around every request (`withErrorEnvelope`).
  */
 export const HttpServerLive = Layer.unwrapEffect(
   Effect.gen(function*() {
@@ -103,11 +108,18 @@ export const HttpServerLive = Layer.unwrapEffect(
         HttpServer.serve(app, measureRequests(metrics)).pipe(
           HttpMiddleware.withTracerDisabledWhen(() => !tracing),
           HttpMiddleware.withSpanNameGenerator(requestSpanName),
-          onlyServices(HttpServer.HttpServer, HttpPlatform.HttpPlatform, Etag.Generator, FileSystem.FileSystem, Path.Path)
+          onlyServices(
+            HttpServer.HttpServer,
+            HttpPlatform.HttpPlatform,
+            Etag.Generator,
+            FileSystem.FileSystem,
+            Path.Path,
+            HttpIncomingMessage.MaxBodySize
+          )
         )
       ),
       Layer.unwrapEffect,
-      Layer.provide([HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer]),
+      Layer.provide([HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer, BodyLimitLive]),
       Layer.provide(DoorLive.pipe(Layer.provideMerge(ApiLive))),
       HttpServer.withLogAddress
     )
