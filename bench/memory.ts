@@ -44,7 +44,8 @@ import { mean } from "./stats.js"
  * Variants (BENCH_MEMORY_VARIANTS, ";"-separated; default one, the service as `npm start`
  * runs it): each a list of words, `name:` first to label it,
  *   --flag       Node/V8 flags; given any, they replace `npm start`'s (see below)
- *   NAME=value   environment of the service (MALLOC_ARENA_MAX=2, …); `NAME=` unsets it
+ *   NAME=value   environment of the service (MALLOC_ARENA_MAX=2, …); `NAME=` unsets it. The
+ *                start script sees it too, so SERVICE_SEMI_SPACE_MB=16 changes its flags
  *   dist=PATH    another build (an earlier commit's dist/); it runs with the environment and
  *                (unless flags are given) the flags of the start script of the package.json
  *                beside that dist/, as `npm start` there would
@@ -117,7 +118,8 @@ export const parseVariants = (spec: string | undefined, database: Database = "em
     }
     if (!Fs.existsSync(Path.join(dist, "src", "main.js"))) throw new Error(`BENCH_MEMORY_VARIANTS: no ${dist}/src/main.js`)
     const root = Path.dirname(dist)
-    const command = serviceCommand(root, database === "postgres" ? "postgres://" : undefined)
+    // The variant's environment decides the start script's flags too (SERVICE_SEMI_SPACE_MB).
+    const command = serviceCommand(root, database === "postgres" ? "postgres://" : undefined, env)
     const flags = args.length > 0 ? args : command.flags
     const allEnv = { ...command.env, ...env }
     const label = named?.[1]!.trim() ??

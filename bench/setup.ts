@@ -216,11 +216,13 @@ export const withExec = async <A>(fresh: FreshDatabase, use: (exec: Exec) => Pro
  */
 export const serviceCommand = (
   root: string,
-  databaseUrl: string | undefined
+  databaseUrl: string | undefined,
+  /** The environment the service will get beyond this process's (a variant's `SERVICE_SEMI_SPACE_MB`, say). */
+  extraEnv: Readonly<Record<string, string>> = {}
 ): { readonly flags: ReadonlyArray<string>; readonly env: Record<string, string> } => {
   const start: string = JSON.parse(Fs.readFileSync(Path.join(root, "package.json"), "utf8")).scripts.start
   if (/scripts\/run-node\.sh/.test(start)) {
-    const env: NodeJS.ProcessEnv = { ...process.env, STEADY_PRINT_COMMAND: "1" }
+    const env: NodeJS.ProcessEnv = { ...process.env, ...extraEnv, STEADY_PRINT_COMMAND: "1" }
     delete env.DATABASE_URL
     if (databaseUrl !== undefined) env.DATABASE_URL = databaseUrl
     const lines = ChildProcess.execFileSync("sh", [Path.join(root, "scripts", "run-node.sh"), "ENTRY"], { env, encoding: "utf8" })
@@ -232,7 +234,7 @@ export const serviceCommand = (
   if (command === null) throw new Error(`package.json's start script runs neither scripts/start.mjs nor dist/src/main.js: ${start}`)
   // `${NAME:-default}` (SERVICE_SEMI_SPACE_MB) as the shell would expand it, from this environment.
   const flags = command[1]!.replace(/\$\{([A-Z_][A-Z0-9_]*):-([^}]*)\}/g, (_, name: string, fallback: string) => {
-    const value = process.env[name]
+    const value = extraEnv[name] ?? process.env[name]
     return value === undefined || value === "" ? fallback : value
   }).split(/\s+/).filter((flag) => flag !== "")
   const head = start.slice(0, Math.max(0, start.search(/\bnode\s/)))
