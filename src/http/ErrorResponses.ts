@@ -1,3 +1,4 @@
+import * as FileSystem from "@effect/platform/FileSystem"
 import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpApiError from "@effect/platform/HttpApiError"
@@ -5,7 +6,7 @@ import * as HttpIncomingMessage from "@effect/platform/HttpIncomingMessage"
 import * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Cause, Effect, Option, ParseResult } from "effect"
+import { Cause, Effect, Layer, Option, ParseResult } from "effect"
 import { type AppError, envelopeOf, isAppError, statusOf } from "../kernel/Errors.js"
 import { databaseUnavailable, isTransactionConflict } from "../sql/DatabaseFailures.js"
 import { allowedMethods, refusedOnLiteralPath } from "./Allowed.js"
@@ -109,7 +110,13 @@ export const errorResponse = Effect.fnUntraced(function*(cause: Cause.Cause<unkn
   return envelope(500, "INTERNAL_ERROR", "Internal server error")
 })
 
-const MAX_BODY_SIZE = BigInt(MAX_BODY_BYTES)
+const MAX_BODY_SIZE = FileSystem.Size(MAX_BODY_BYTES)
+
+/**
+ * The body limit in the context a server runs its requests in (`HttpServerLive`), so that
+ * `withErrorEnvelope` need not set it around each one.
+ */
+export const BodyLimitLive = Layer.succeed(HttpIncomingMessage.MaxBodySize, Option.some(MAX_BODY_SIZE))
 
 /**
  * Runs around the router, before HttpApi's own error encoder, so decode errors, unknown
@@ -131,7 +138,7 @@ export const withErrorEnvelope = Effect.fnUntraced(function*<E, R>(app: HttpApp.
   const limit = yield* HttpIncomingMessage.MaxBodySize
   const limited = Option.isSome(limit) && limit.value <= MAX_BODY_SIZE
     ? guarded
-    : HttpIncomingMessage.withMaxBodySize(guarded, Option.some(MAX_BODY_BYTES))
+    : HttpIncomingMessage.withMaxBodySize(guarded, Option.some(MAX_BODY_SIZE))
   return yield* Effect.catchAllCause(limited, errorResponse)
 })
 

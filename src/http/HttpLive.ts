@@ -19,7 +19,7 @@ import { AiHttpLive } from "../ai/AiHttp.js"
 import { ChangesHttpLive } from "../changes/ChangesHttp.js"
 import { CalendarFeedHttpLive, CalendarKeyHttpLive } from "../changes/CalendarHttp.js"
 import { Api } from "./Api.js"
-import { ErrorEnvelopeLive, MAX_BODY_BYTES } from "./ErrorResponses.js"
+import { BodyLimitLive, ErrorEnvelopeLive } from "./ErrorResponses.js"
 import { LifecycleHttpLive } from "../lifecycle/LifecycleHttp.js"
 import { measureRequests, requestSpanName } from "./Observability.js"
 import { ProjectsHttpLive } from "../projects/ProjectsHttp.js"
@@ -78,9 +78,6 @@ export const makeNodeServer = () => {
   answerClientErrorsWithEnvelope(server)
   return trackForGracefulStop(server)
 }
-
-/** Every request's body limit, in the context requests run in. */
-const BodyLimitLive = Layer.succeed(HttpIncomingMessage.MaxBodySize, Option.some(FileSystem.Size(MAX_BODY_BYTES)))
 
 /** Listens on `HOST:PORT` from the configuration. */
 export const NodeServerLive = Layer.unwrapEffect(
