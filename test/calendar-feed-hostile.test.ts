@@ -46,14 +46,20 @@ const quietStall = async (service: TestService, ms: number) => {
 }
 
 /**
- * The least of `attempts` runs' figures. A stall the feed causes shows in every run; the
- * OS descheduling this process on a busy machine (CI runs another test file beside this
- * one) shows in some. The bounds below are checked against the least.
+ * Runs `attempts` rounds, each after its own control (`quietStall`, 300 ms), and returns
+ * every round's figures beside the control measured just before it. A stall the feed causes
+ * shows in every round; the OS descheduling this process on a busy machine (CI runs another
+ * test file beside this one, whose load comes and goes) shows in some, and a control taken
+ * once at the start would not see load that began after it. A test passes when some round
+ * keeps within the bounds its own control sets.
  */
-const leastOf = async (attempts: number, run: () => Promise<number>) => {
-  let least = Infinity
-  for (let i = 0; i < attempts; i++) least = Math.min(least, await run())
-  return least
+const rounds = async <A>(service: TestService, attempts: number, run: (round: number) => Promise<A>) => {
+  const out: Array<{ readonly quiet: number; readonly figures: A }> = []
+  for (let i = 0; i < attempts; i++) {
+    const quiet = await quietStall(service, 300)
+    out.push({ quiet, figures: await run(i) })
+  }
+  return out
 }
 
 /** ~50 ms, or twice what the machine stalls by itself right now, if that is more. */
@@ -103,9 +109,7 @@ describe("a calendar feed of hostile recurring tasks", () => {
   })
 
   it("never holds the event loop: health and another user's list answer within 100 ms beside three feeds", async () => {
-    const quiet = await quietStall(service, 500)
-    let slowestProbe = Infinity
-    const stall = await leastOf(3, async () => {
+    const measured = await rounds(service, 3, async () => {
       const delay = monitorEventLoopDelay({ resolution: 5 })
       const probes: Array<number> = []
       const probe = async (path: string, user?: TestUser) => {
@@ -122,20 +126,22 @@ describe("a calendar feed of hostile recurring tasks", () => {
       }
       await feeds
       delay.disable()
-      slowestProbe = Math.min(slowestProbe, Math.max(...probes))
-      return delay.max / 1e6
+      return { slowestProbe: Math.max(...probes), stall: delay.max / 1e6 }
     })
-    expect(slowestProbe).toBeLessThan(probeBound(quiet))
-    expect(stall).toBeLessThan(stallBound(quiet))
+    const kept = measured.filter(({ figures, quiet }) =>
+      figures.slowestProbe < probeBound(quiet) && figures.stall < stallBound(quiet)
+    )
+    expect(kept, JSON.stringify(measured)).not.toEqual([])
   })
 
   it("a user cycling through time zones keeps no feed holding the event loop (cold zones are built a day at a time)", async () => {
     // Zones this process has not built a VTIMEZONE for: each costs ~100 ms of Intl calls
-    // cold. Three rounds of six, each round's zones cold (see leastOf).
-    const rounds = [
+    // cold. Four rounds of six, each round's zones cold (see rounds).
+    const zones = [
       ["Pacific/Chatham", "America/Havana", "Africa/Casablanca", "Asia/Gaza", "Australia/Lord_Howe", "America/Asuncion"],
       ["America/Santiago", "Pacific/Auckland", "Europe/Dublin", "Asia/Tehran", "America/Nuuk", "Antarctica/Troll"],
-      ["America/St_Johns", "Europe/Chisinau", "Asia/Beirut", "Pacific/Easter", "America/Miquelon", "Australia/Adelaide"]
+      ["America/St_Johns", "Europe/Chisinau", "Asia/Beirut", "Pacific/Easter", "America/Miquelon", "Australia/Adelaide"],
+      ["Asia/Kathmandu", "Africa/Cairo", "America/Mexico_City", "Europe/Lisbon", "Asia/Amman", "America/Grand_Turk"]
     ]
     const made = await alice.api.post("/api/tasks", { title: "weekly", due_at: "2026-12-01T09:00:00Z", rrule: "FREQ=WEEKLY" })
     expect(made.status).toBe(201)
@@ -147,11 +153,9 @@ describe("a calendar feed of hostile recurring tasks", () => {
     // The process's first time-zone formatter loads ICU's zone data (~30 ms, once per process,
     // not per zone): done before measuring, as any running service has.
     new Intl.DateTimeFormat("en-US", { timeZone: "Asia/Tokyo" }).format(0)
-    const quiet = await quietStall(service, 500)
-    let round = 0
-    const stall = await leastOf(rounds.length, async () => {
+    const measured = await rounds(service, zones.length, async (round) => {
       const delay = monitorEventLoopDelay({ resolution: 5 })
-      for (const timezone of rounds[round++]!) {
+      for (const timezone of zones[round]!) {
         expect((await alice.api.patch("/api/user/preferences", { timezone })).status).toBe(200)
         delay.enable()
         const res = await service.anonymous.get(`/api/calendar.ics?key=${aliceKey}`)
@@ -161,6 +165,7 @@ describe("a calendar feed of hostile recurring tasks", () => {
       }
       return delay.max / 1e6
     })
-    expect(stall).toBeLessThan(stallBound(quiet))
+    const kept = measured.filter(({ figures: stall, quiet }) => stall < stallBound(quiet))
+    expect(kept, JSON.stringify(measured)).not.toEqual([])
   })
 })
