@@ -7,7 +7,7 @@ const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "..")
 const MiB = 1024 * 1024
 
 describe("the idle collector", () => {
-  it("gives back the young generation a burst grew, at npm start's semi-space on PostgreSQL (64 MiB), once quiet", () => {
+  it("gives back the young generation a burst grew, at a 64 MiB semi-space (SERVICE_SEMI_SPACE_MB=64), once quiet", () => {
     // A process of its own: the young generation's size is set when the process starts.
     const run = spawnSync(
       process.execPath,

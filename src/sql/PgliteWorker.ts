@@ -105,7 +105,7 @@ const tsxEsmApi = (): string => {
 /**
  * The database thread's young generation, in MiB. The process may run with a large
  * `--max-semi-space-size` for the main thread's request garbage (64 with
- * `SERVICE_SEMI_SPACE_MB=64`; `npm start` gives the embedded database 16), and a V8 flag reaches
+ * `SERVICE_SEMI_SPACE_MB=64`; `npm start` gives 16), and a V8 flag reaches
  * every isolate: the thread grew a 128 MiB young generation of its own (76 MiB resident
  * measured under a mixed load) for what is mostly rows in transit, and nothing collects it
  * when idle (the idle collector runs on the main thread). Bounded, it stays a few MiB.

@@ -62,8 +62,8 @@ const DEFAULTS: IdleCollectorOptions = {
 
 /**
  * Memory back once the service goes quiet. Under load V8 grows its young generation to its
- * two semi-spaces (128 MiB at `npm start`'s 64 on PostgreSQL) and its old generation to up to four times
- * the live heap (~140 MiB for ~40 live under the bench's load), and keeps both. Its own idle
+ * two semi-spaces (32 MiB at `npm start`'s 16, 128 at `SERVICE_SEMI_SPACE_MB=64`) and its old
+ * generation up to four times the live heap with V8's own growth (~140 MiB for ~40 live under the bench's load), and keeps both. Its own idle
  * "memory reducer" judges idleness by the allocation rate it saw at its last collection, so
  * after a burst it can wait minutes. So, every 2 s:
  *

@@ -1,5 +1,5 @@
 /**
- * Run by test/idle-collector.test.ts in a process of its own with `npm start`'s semi-space:
+ * Run by test/idle-collector.test.ts in a process of its own with a 64 MiB semi-space:
  * a burst that grows the young generation, then the idle collector (its checks sped up),
  * then one JSON line: the young generation's size before and after, and how long it took.
  */
