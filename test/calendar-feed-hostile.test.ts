@@ -109,7 +109,12 @@ describe("a calendar feed of hostile recurring tasks", () => {
   })
 
   it("never holds the event loop: health and another user's list answer within 100 ms beside three feeds", async () => {
-    const measured = await rounds(service, 3, async () => {
+    // Each round in a zone of its own: the feed keeps the rules it counted per task version
+    // and zone, so a round in the zone of the one before would only render cached rules.
+    const zones = ["Etc/GMT-1", "Etc/GMT-2", "Etc/GMT-3"]
+    const measured = await rounds(service, zones.length, async (round) => {
+      const moved = await mallory.api.patch("/api/user/preferences", { timezone: zones[round] })
+      expect(moved.status).toBe(200)
       const delay = monitorEventLoopDelay({ resolution: 5 })
       const probes: Array<number> = []
       const probe = async (path: string, user?: TestUser) => {
