@@ -63,9 +63,10 @@ const DEFAULTS: IdleCollectorOptions = {
 /**
  * Memory back once the service goes quiet. Under load V8 grows its young generation to its
  * two semi-spaces (32 MiB at `npm start`'s 16, 128 at `SERVICE_SEMI_SPACE_MB=64`) and its old
- * generation up to four times the live heap with V8's own growth (~140 MiB for ~40 live under the bench's load), and keeps both. Its own idle
- * "memory reducer" judges idleness by the allocation rate it saw at its last collection, so
- * after a burst it can wait minutes. So, every 2 s:
+ * generation up to four times the live heap with V8's own growth (~140 MiB for ~40 live under
+ * the bench's load), and keeps both. Its own idle "memory reducer" judges idleness by the
+ * allocation rate it saw at its last collection, so after a burst it can wait minutes. So,
+ * every 2 s:
  *
  * - If the event loop was under 5 % busy for the last 10 s and the heap holds 16 MiB more
  *   than after the last collection run here (so also once, 10 s after start-up),
