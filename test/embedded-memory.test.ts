@@ -33,6 +33,24 @@ describe("the embedded database's memory", () => {
     expect(await sharedBuffers(layerPglite(dir, undefined, { sharedBuffers: "8MB" }))).toBe("8MB")
   }, 180_000)
 
+  it("analyzes from a sample of 3,000 rows, so ANALYZE holds a tenth of a large table in PGlite's heap", async () => {
+    const stats = await Effect.runPromise(
+      Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        Effect.gen(function*() {
+          const [target] = yield* sql<{ default_statistics_target: string }>`SHOW default_statistics_target`
+          yield* sql`CREATE TABLE sampled (n int)`
+          yield* sql`INSERT INTO sampled SELECT generate_series(1, 20000)`
+          yield* sql`ANALYZE sampled`
+          // Distinct values throughout: a histogram of target + 1 bounds, no common values.
+          const [row] = yield* sql<{ bounds: number }>`
+            SELECT array_length(histogram_bounds::text::int[], 1) AS bounds FROM pg_stats WHERE tablename = 'sampled'`
+          yield* sql`DROP TABLE sampled`
+          return { target: target!.default_statistics_target, bounds: row!.bounds }
+        })).pipe(Effect.provide(Layer.orDie(layerPglite(dir))))
+    )
+    expect(stats).toEqual({ target: "10", bounds: 11 })
+  }, 180_000)
+
   it("EMBEDDED_SHARED_BUFFERS is read and checked with the rest of the configuration", async () => {
     const byDefault = await configFrom({})
     expect(Either.isRight(byDefault) && byDefault.right.embeddedSharedBuffers).toBe("32MB")

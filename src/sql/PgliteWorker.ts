@@ -88,8 +88,21 @@ export interface EmbeddedMemory {
 
 export const DEFAULT_EMBEDDED_MEMORY: EmbeddedMemory = { sharedBuffers: "32MB" }
 
+/**
+ * Rows `ANALYZE` samples per table: 300 × this (PostgreSQL's default 100 samples up to 30,000).
+ * The sample is held whole in PGlite's heap while the table is analyzed, and that heap never
+ * shrinks: analyzing 10,000 tasks (~1.5 KB a row with its wire column) grew it by ~20 MiB for
+ * good (docs/performance.md, "Memory"). 3,000 rows still give the planner what it asks of these
+ * tables (how many rows a user, a project or a due range holds): `../shared/tools/plans.mjs`
+ * compares the plans before and after analysis.
+ */
+export const EMBEDDED_STATISTICS_TARGET = 10
+
 /** The `-c` settings for PGlite's start. */
-export const embeddedSettings = (memory: EmbeddedMemory): ReadonlyArray<string> => [`shared_buffers=${memory.sharedBuffers}`]
+export const embeddedSettings = (memory: EmbeddedMemory): ReadonlyArray<string> => [
+  `shared_buffers=${memory.sharedBuffers}`,
+  `default_statistics_target=${EMBEDDED_STATISTICS_TARGET}`
+]
 
 /**
  * tsx's documented ESM API (`tsx/esm/api`, whose `register()` installs its loader in the
@@ -108,9 +121,11 @@ const tsxEsmApi = (): string => {
  * `SERVICE_SEMI_SPACE_MB=64`; `npm start` gives 16), and a V8 flag reaches
  * every isolate: the thread grew a 128 MiB young generation of its own (76 MiB resident
  * measured under a mixed load) for what is mostly rows in transit, and nothing collects it
- * when idle (the idle collector runs on the main thread). Bounded, it stays a few MiB.
+ * when idle (the idle collector runs on the main thread). At 16 the thread's heap was 33–36 MiB
+ * resident under the bench's mixed load, at 8 25 MiB, at the same speed (docs/performance.md,
+ * "Memory").
  */
-export const DATABASE_THREAD_YOUNG_MB = 16
+export const DATABASE_THREAD_YOUNG_MB = 8
 
 /**
  * Starts the thread's program, `PgliteWorkerThread`, compiled like every other module: beside
