@@ -8,7 +8,12 @@
 # --- build: compile TypeScript to dist/ --------------------------------------------------
 FROM node:20-slim AS build
 WORKDIR /app
+# A compiler for the optional addon in native/malloc-trim (README, Memory), built by npm ci; the
+# runtime stage has none and copies the addon from here.
+RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ \
+    && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
+COPY native ./native
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
@@ -22,7 +27,10 @@ ENV NODE_ENV=production \
     DATA_DIR=/data
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY native ./native
+# Without a compiler here the optional addon is skipped; the build stage's is copied after.
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+COPY --from=build /app/native/malloc-trim/build/Release/malloc_trim.node ./native/malloc-trim/build/Release/
 COPY --from=build /app/dist ./dist
 COPY migrations ./migrations
 COPY prompts ./prompts

@@ -5,6 +5,7 @@ import { formatConfigError } from "./kernel/AppConfig.js"
 import { DataDirLocked } from "./sql/DataDirLock.js"
 import { ServiceLive } from "./Program.js"
 import { startIdleCollector } from "./system/IdleCollector.js"
+import { startMallocTrim } from "./system/MallocTrim.js"
 
 const LOG_LEVEL_ALIASES: Record<string, string> = { warning: "warn", err: "error", critical: "fatal", off: "none" }
 
@@ -56,6 +57,8 @@ main.addObserver((exit) => {
 })
 
 startIdleCollector()
+// The embedded database is the one without DATABASE_URL (AppConfig reads it the same way).
+startMallocTrim((process.env.DATABASE_URL ?? "").trim() === "")
 
 let stopAt: number | undefined
 const stop = (signal: NodeJS.Signals) => {

@@ -100,6 +100,11 @@ describe.skipIf(serverUrl() !== undefined)("the container's build and start comm
     if (!Fs.existsSync(Path.join(app, "dist", "src", "main.js"))) throw new Error(`build failed:\n${built.output}`)
     for (const file of ["package.json", "package-lock.json"]) Fs.copyFileSync(Path.join(ROOT, file), Path.join(app, file))
     for (const dir of ["migrations", "prompts"]) Fs.cpSync(Path.join(ROOT, dir), Path.join(app, dir), { recursive: true })
+    // The optional addon's sources, without a build of this checkout's (.dockerignore).
+    Fs.cpSync(Path.join(ROOT, "native"), Path.join(app, "native"), {
+      recursive: true,
+      filter: (source) => !Path.relative(ROOT, source).split(Path.sep).includes("build")
+    })
     Fs.mkdirSync(Path.join(app, "scripts"))
     Fs.copyFileSync(Path.join(ROOT, "scripts", "run-node.sh"), Path.join(app, "scripts", "run-node.sh"))
 
