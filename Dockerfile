@@ -8,12 +8,13 @@
 # --- build: compile TypeScript to dist/ --------------------------------------------------
 FROM node:20-slim AS build
 WORKDIR /app
-# A compiler for the optional addon in native/malloc-trim (README, Memory), built by npm ci; the
-# runtime stage has none and copies the addon from here.
+# A compiler for the addon in native/malloc-trim (README, Memory), which npm ci's postinstall
+# builds; the runtime stage has none and copies the addon from here.
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ \
     && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
 COPY native ./native
+COPY scripts/build-native.mjs ./scripts/build-native.mjs
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
@@ -28,7 +29,8 @@ ENV NODE_ENV=production \
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY native ./native
-# Without a compiler here the optional addon is skipped; the build stage's is copied after.
+COPY scripts/build-native.mjs ./scripts/build-native.mjs
+# Without a compiler here the postinstall skips the addon; the build stage's is copied after.
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/native/malloc-trim/build/Release/malloc_trim.node ./native/malloc-trim/build/Release/
 COPY --from=build /app/dist ./dist

@@ -100,13 +100,13 @@ describe.skipIf(serverUrl() !== undefined)("the container's build and start comm
     if (!Fs.existsSync(Path.join(app, "dist", "src", "main.js"))) throw new Error(`build failed:\n${built.output}`)
     for (const file of ["package.json", "package-lock.json"]) Fs.copyFileSync(Path.join(ROOT, file), Path.join(app, file))
     for (const dir of ["migrations", "prompts"]) Fs.cpSync(Path.join(ROOT, dir), Path.join(app, dir), { recursive: true })
-    // The optional addon's sources, without a build of this checkout's (.dockerignore).
+    // The addon's sources, which the install's postinstall builds, without this checkout's build (.dockerignore).
     Fs.cpSync(Path.join(ROOT, "native"), Path.join(app, "native"), {
       recursive: true,
       filter: (source) => !Path.relative(ROOT, source).split(Path.sep).includes("build")
     })
     Fs.mkdirSync(Path.join(app, "scripts"))
-    Fs.copyFileSync(Path.join(ROOT, "scripts", "run-node.sh"), Path.join(app, "scripts", "run-node.sh"))
+    for (const file of ["run-node.sh", "build-native.mjs"]) Fs.copyFileSync(Path.join(ROOT, "scripts", file), Path.join(app, "scripts", file))
 
     const install = await run("sh", ["-c", installCommand], { cwd: app, env: cleanEnv() }, 300_000)
     if (install.code !== 0) throw new Error(`${installCommand} failed (${install.code}):\n${install.output.slice(-3000)}`)
@@ -138,6 +138,8 @@ describe.skipIf(serverUrl() !== undefined)("the container's build and start comm
     expect(Fs.existsSync(Path.join(app, "node_modules", "effect"))).toBe(true)
     expect(Fs.existsSync(Path.join(app, "node_modules", "vitest"))).toBe(false)
     expect(Fs.existsSync(Path.join(app, "node_modules", "typescript"))).toBe(false)
+    // The postinstall built the memory addon (this machine has the compiler the build stage installs).
+    expect(Fs.existsSync(Path.join(app, "native", "malloc-trim", "build", "Release", "malloc_trim.node"))).toBe(true)
   })
 
   it("starts with the image's command and answers /api/health", async () => {

@@ -7,8 +7,9 @@
  * but resident after a burst; malloc_trim(0) hands those pages back to the system
  * (docs/performance.md, "Memory"). src/system/MallocTrim.ts calls it.
  *
- * Built by `npm install` (node-gyp) as an optional dependency: where there is no compiler,
- * or no glibc (musl, macOS, Windows: there it does nothing), the service runs without it.
+ * Built by `npm install`'s postinstall (scripts/build-native.mjs, node-gyp) where glibc and a
+ * compiler are; elsewhere the service runs without it. Built against another libc anyway, trim()
+ * does nothing.
  */
 #include <node_api.h>
 #if defined(__GLIBC__)

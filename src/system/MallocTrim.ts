@@ -3,7 +3,7 @@ import { createRequire } from "node:module"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 
-/** Where `npm install` builds the addon (native/malloc-trim, an optional dependency). */
+/** Where `npm install`'s postinstall (scripts/build-native.mjs) builds the addon. */
 const ADDON = Path.join("native", "malloc-trim", "build", "Release", "malloc_trim.node")
 
 /**
