@@ -39,12 +39,19 @@ export const isNotQuota = (sql: SqlClient.SqlClient, alias = "t"): Fragment => {
   return sql`NOT ${c("is_tracked")} AND ${c("progress_target")} <= 1`
 }
 
-/** Reminders and quotas are never overdue; a recurring task's due date is its current occurrence. */
-export const isOverdue = (sql: SqlClient.SqlClient, now: Date, alias = "t"): Fragment => {
+/**
+ * Of open tasks, the overdue ones: reminders and quotas are never overdue; a recurring task's
+ * due date is its current occurrence. Its columns are the ones `tasks_open_by_due` holds
+ * (migration 0037), so a count of these among a user's open tasks reads that index alone.
+ */
+export const isPastDue = (sql: SqlClient.SqlClient, now: Date, alias = "t"): Fragment => {
   const c = columnsOf(sql, alias)
-  return sql`${isOpen(sql, alias)} AND NOT ${c("is_reminder")} AND ${isNotQuota(sql, alias)}
-    AND ${c("due_at")} < ${now.toISOString()}::timestamptz`
+  return sql`NOT ${c("is_reminder")} AND ${isNotQuota(sql, alias)} AND ${c("due_at")} < ${now.toISOString()}::timestamptz`
 }
+
+/** An overdue task: open, and past due as `isPastDue` says. */
+export const isOverdue = (sql: SqlClient.SqlClient, now: Date, alias = "t"): Fragment =>
+  sql`${isOpen(sql, alias)} AND ${isPastDue(sql, now, alias)}`
 
 /**
  * Tasks' stored wire texts (`tasks.wire_text`, migration 0022) as one compact JSON array

@@ -9,7 +9,7 @@ import { Task, type TaskListQuery, Timestamp } from "./Task.js"
 import type { TriageTask } from "../triage/Triage.js"
 import { sharedProjectIds } from "../projects/ProjectsTable.js"
 import { overdueOf, TaskWire } from "./TasksTable.js"
-import { isNotQuota, isOpen, isQuota, wireArray } from "../pipeline/WireSql.js"
+import { isNotQuota, isOpen, isPastDue, isQuota, wireArray } from "../pipeline/WireSql.js"
 
 /**
  * Statements on `tasks` that list a user's tasks: the task list, the
@@ -109,9 +109,13 @@ const decodeCounts = Schema.decodeUnknown(Schema.Tuple(Schema.Struct({ total: Sc
 
 /** The user's open tasks, overdue ones, and those due in `[dayStart, dayEnd)` (the user's local day). */
 export const countsOf = (sql: SqlClient.SqlClient, userId: UserId, now: Date, dayStart: string, dayEnd: string) =>
+  // Over the user's own open tasks, overdue is `isPastDue` (`overdueOf` less what the WHERE
+  // already says). Every column the statement names is then in `tasks_open_by_due`, whose
+  // predicate is the WHERE's: an index-only scan, ~40 bytes a task instead of its ~1.5 KB row
+  // (migration 0037).
   sql`
         SELECT count(*)::int AS total,
-               (count(*) FILTER (WHERE ${overdueOf(sql, userId, now)}))::int AS overdue,
+               (count(*) FILTER (WHERE ${isPastDue(sql, now)}))::int AS overdue,
                (count(*) FILTER (WHERE t.due_at >= ${dayStart}::timestamptz AND t.due_at < ${dayEnd}::timestamptz))::int AS today
         FROM tasks t
         WHERE t.user_id = ${userId} AND ${isOpen(sql)}`.pipe(
