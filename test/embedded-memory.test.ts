@@ -9,7 +9,7 @@ import { layerPglite } from "../src/sql/PgliteClient.js"
 
 /**
  * The embedded database's buffer pool is resident from PGlite's start (its WebAssembly heap
- * never shrinks), so its size is what the service's memory is planned by: 32MB unless
+ * never shrinks), so its size is what the service's memory is planned by: 24MB unless
  * EMBEDDED_SHARED_BUFFERS says otherwise, where a new data directory's postgresql.conf says 128MB.
  */
 const sharedBuffers = (layer: Layer.Layer<SqlClient.SqlClient, unknown>) =>
@@ -28,8 +28,8 @@ const configFrom = (env: Record<string, string>) =>
   Effect.runPromise(Effect.either(Effect.withConfigProvider(appConfig, ConfigProvider.fromMap(new Map(Object.entries(env))))))
 
 describe("the embedded database's memory", () => {
-  it("starts with a 32MB buffer pool by default, and the size given otherwise", async () => {
-    expect(await sharedBuffers(layerPglite(dir))).toBe("32MB")
+  it("starts with a 24MB buffer pool by default, and the size given otherwise", async () => {
+    expect(await sharedBuffers(layerPglite(dir))).toBe("24MB")
     expect(await sharedBuffers(layerPglite(dir, undefined, { sharedBuffers: "8MB" }))).toBe("8MB")
   }, 180_000)
 
@@ -53,7 +53,7 @@ describe("the embedded database's memory", () => {
 
   it("EMBEDDED_SHARED_BUFFERS is read and checked with the rest of the configuration", async () => {
     const byDefault = await configFrom({})
-    expect(Either.isRight(byDefault) && byDefault.right.embeddedSharedBuffers).toBe("32MB")
+    expect(Either.isRight(byDefault) && byDefault.right.embeddedSharedBuffers).toBe("24MB")
     const set = await configFrom({ EMBEDDED_SHARED_BUFFERS: "64MB" })
     expect(Either.isRight(set) && set.right.embeddedSharedBuffers).toBe("64MB")
     for (const bad of ["16", "lots", "64KB", "2GB", "64kB"]) {

@@ -242,12 +242,14 @@ const boundedInteger = (name: string, fallback: number, min: number, max: number
   )
 
 /**
- * 32MB: the task table of a user with 10,000 tasks is ~20 MB of pages, and GET
+ * 24MB: the task table of a user with 10,000 tasks is ~20 MB of pages, and GET
  * /api/tasks/counts reads all of the user's open ones; with 16MB every count read them from
  * the file cache again and ran 2.5–4× slower than with PGlite's own 128MB (bench, same run).
- * 32MB serves it as fast as 128MB; each 16MB more costs ~25 MiB of RSS from the start.
+ * 24MB served the counts, the default page and every other endpoint as fast as 32MB and kept
+ * 20–25 MiB less (docs/performance.md, "Memory", eighth part); each 16MB more costs ~25 MiB of
+ * RSS from the start.
  */
-const DEFAULT_SHARED_BUFFERS = "32MB"
+const DEFAULT_SHARED_BUFFERS = "24MB"
 
 /** PostgreSQL's memory units, from its 128kB minimum to 1GB: `16MB`, `8192kB`, `1GB`. */
 const sharedBuffers = Config.string("EMBEDDED_SHARED_BUFFERS").pipe(

@@ -86,7 +86,7 @@ export interface EmbeddedMemory {
   readonly sharedBuffers: string
 }
 
-export const DEFAULT_EMBEDDED_MEMORY: EmbeddedMemory = { sharedBuffers: "32MB" }
+export const DEFAULT_EMBEDDED_MEMORY: EmbeddedMemory = { sharedBuffers: "24MB" }
 
 /**
  * Rows `ANALYZE` samples per table: 300 × this (PostgreSQL's default 100 samples up to 30,000).
