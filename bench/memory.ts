@@ -51,8 +51,8 @@ import { mean } from "./stats.js"
  *                beside that dist/, as `npm start` there would
  * e.g. BENCH_MEMORY_VARIANTS="semi64: --max-semi-space-size=64; semi16: --max-semi-space-size=16".
  * With two or more, each runs BENCH_ROUNDS times in interleaved order (each run a fresh
- * process on its own copy of the seeded database), and each run also drives six
- * endpoints one at a time (ENDPOINT_KEYS) (BENCH_DURATION s each after BENCH_WARMUP s) for the req/s comparison
+ * process on its own copy of the seeded database), and each run also drives the six
+ * endpoints of ENDPOINT_KEYS one at a time (BENCH_DURATION s each after BENCH_WARMUP s) for the req/s comparison
  * (BENCH_MEMORY_ENDPOINTS=0 skips them, =1 runs them with one variant too).
  * The soak runs the first variant only (BENCH_SOAK_VARIANTS=all: every one).
  *

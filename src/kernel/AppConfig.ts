@@ -242,12 +242,12 @@ const boundedInteger = (name: string, fallback: number, min: number, max: number
   )
 
 /**
- * 24MB: the task table of a user with 10,000 tasks is ~20 MB of pages, and GET
- * /api/tasks/counts reads all of the user's open ones; with 16MB every count read them from
- * the file cache again and ran 2.5–4× slower than with PGlite's own 128MB (bench, same run).
- * 24MB served the counts, the default page and every other endpoint as fast as 32MB and kept
- * 20–25 MiB less (docs/performance.md, "Memory", eighth part); each 16MB more costs ~25 MiB of
- * RSS from the start.
+ * 24MB: the task table of a user with 10,000 tasks is ~20 MB of pages. Reads that walked all
+ * of a user's rows were what a small pool slowed: GET /api/tasks/counts ran 2.5–4× slower at
+ * 16MB than at PGlite's own 128MB, and 0.6–0.85× of 32MB's rate at 24MB, until it read an
+ * index instead (migration 0037). Since then 24MB serves every endpoint as fast as 32MB and
+ * keeps 20–25 MiB less (docs/performance.md, "Memory", eighth part); each 16MB more costs
+ * ~25 MiB of RSS from the start.
  */
 const DEFAULT_SHARED_BUFFERS = "24MB"
 
