@@ -249,7 +249,7 @@ const boundedInteger = (name: string, fallback: number, min: number, max: number
  * keeps 20–25 MiB less (docs/performance.md, "Memory", eighth part); each 16MB more costs
  * ~25 MiB of RSS from the start.
  */
-const DEFAULT_SHARED_BUFFERS = "24MB"
+export const DEFAULT_SHARED_BUFFERS = "24MB"
 
 /** PostgreSQL's memory units, from its 128kB minimum to 1GB: `16MB`, `8192kB`, `1GB`. */
 const sharedBuffers = Config.string("EMBEDDED_SHARED_BUFFERS").pipe(

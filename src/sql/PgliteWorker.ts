@@ -2,6 +2,7 @@ import { createRequire } from "node:module"
 import { pathToFileURL } from "node:url"
 import * as V8 from "node:v8"
 import { Worker } from "node:worker_threads"
+import { DEFAULT_SHARED_BUFFERS } from "../kernel/AppConfig.js"
 import { type AnswerRing, makeAnswerRing, RingReader, type RingSlot } from "./AnswerRing.js"
 import { type Field, parsersOf, readAnswer } from "./BackendMessages.js"
 
@@ -86,7 +87,8 @@ export interface EmbeddedMemory {
   readonly sharedBuffers: string
 }
 
-export const DEFAULT_EMBEDDED_MEMORY: EmbeddedMemory = { sharedBuffers: "24MB" }
+/** What `EMBEDDED_SHARED_BUFFERS` defaults to, for callers that start PGlite without the configuration (tests, embedding programs). */
+export const DEFAULT_EMBEDDED_MEMORY: EmbeddedMemory = { sharedBuffers: DEFAULT_SHARED_BUFFERS }
 
 /**
  * Rows `ANALYZE` samples per table: 300 × this (PostgreSQL's default 100 samples up to 30,000).
