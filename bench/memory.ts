@@ -537,6 +537,25 @@ interface Soak {
   readonly slopeSecondHalf: number
   readonly load: MixedResult
   readonly settled: Breakdown
+  /** Where the memory is at the end of each minute (and at the soak's start). */
+  readonly series: ReadonlyArray<{ readonly minute: number; readonly at: Breakdown; readonly anon: number | undefined }>
+}
+
+/** Anonymous resident memory (heaps, malloc, WebAssembly) apart from mapped files (code). */
+const readAnonMiB = (pid: number): number | undefined => {
+  try {
+    const match = /^RssAnon:\s+(\d+)\s+kB$/m.exec(Fs.readFileSync(`/proc/${pid}/status`, "utf8"))
+    return match === null ? undefined : Number(match[1]) / 1024
+  } catch {
+    return undefined
+  }
+}
+
+const seriesLine = (point: Soak["series"][number]) => {
+  const at = point.at
+  const known = (at.mainHeap ?? 0) + (at.mainExternal ?? 0) + (at.workerHeap ?? 0) + (at.wasm ?? 0)
+  return `min ${String(point.minute).padStart(2)}: RSS ${f0(at.rss)} (anon ${f0(point.anon)}), main heap ${pair(at.mainHeapUsed, at.mainHeap)}, ` +
+    `external ${f0(at.mainExternal)}, worker heap ${pair(at.workerHeapUsed, at.workerHeap)}, WASM ${f0(at.wasm)}, rest ${f0(at.rss - known)}`
 }
 
 const soakVariant = async (database: Database, variant: Variant, prepared: Prepared<Seeded>): Promise<Soak> => {
@@ -548,8 +567,22 @@ const soakVariant = async (database: Database, variant: Variant, prepared: Prepa
     // Warm: the first seconds are V8 compiling and the heap growing to its working size.
     await driveMixed(seeded, server, 10, 10_000_000)
     const rss = sampler(run.tree, 1_000)
+    // Each minute: where the memory is (the probe's lines are read once the soak is over).
+    const points: Array<{ minute: number; t: number; rss: number; wasm: number | undefined; anon: number | undefined }> = []
+    const point = () => {
+      const now = rss.samples.filter((s) => s.t >= Date.now() - 5_000)
+      points.push({
+        minute: points.length,
+        t: Date.now(),
+        rss: mean(now.map((s) => s.value)),
+        wasm: wasmResidentMiB(server.pid),
+        anon: readAnonMiB(server.pid)
+      })
+    }
+    point()
+    const minutes = setInterval(point, 60_000)
     log(`${database} memory soak ${variant.label}: ${SOAK_SECONDS} s of mixed load`)
-    const load = await driveMixed(seeded, server, SOAK_SECONDS, 20_000_000)
+    const load = await driveMixed(seeded, server, SOAK_SECONDS, 20_000_000).finally(() => clearInterval(minutes))
     const samples = rss.stop()
     const skip = Math.min(60, SOAK_SECONDS / 5) * 1000
     const kept = samples.filter((s) => s.t - samples[0]!.t >= skip)
@@ -566,8 +599,14 @@ const soakVariant = async (database: Database, variant: Variant, prepared: Prepa
       slope: slopePerMinute(kept),
       slopeSecondHalf: slopePerMinute(half),
       load,
-      settled
+      settled,
+      series: points.map((p) => ({
+        minute: p.minute,
+        anon: p.anon,
+        at: breakdownAt(run.probeFile === undefined ? [] : readProbe(run.probeFile), p.t, p.rss, p.wasm)
+      }))
     }
+    for (const p of soak.series) log(`${database} memory soak ${variant.label}: ${seriesLine(p)}`)
     log(
       `${database} memory soak ${variant.label}: RSS ${soak.first.toFixed(0)} → ${soak.last.toFixed(0)} MiB (max ${soak.max.toFixed(0)}), ` +
         `slope ${soak.slope.toFixed(2)} MiB/min (second half ${soak.slopeSecondHalf.toFixed(2)}), ${load.rps.toFixed(0)} req/s`
@@ -700,6 +739,8 @@ export const memoryScenario = async (database: Database): Promise<Section> => {
         `${met ? "MET" : "NOT MET"} (≤ ${SOAK_SLOPE_TARGET} MiB/min); at its end: main heap ${pair(soak.settled.mainHeapUsed, soak.settled.mainHeap)}, ` +
         `WASM heap ${f0(soak.settled.wasm)}`
     )
+    lines.push("Where it is, each minute (MiB; main heap and worker heap used / resident; rest: code, malloc, stacks):")
+    for (const point of soak.series) lines.push(`  ${seriesLine(point)}`)
   }
   return {
     title: `Memory, ${database}: RSS of the service's process tree in MiB (${tree}), ${config.connections} connections of mixed load ` +
