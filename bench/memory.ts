@@ -32,7 +32,9 @@ import { mean } from "./stats.js"
  *   settled   RSS after BENCH_MEMORY_SETTLE seconds without requests (the mean of its last 3 s)
  *   soak      BENCH_SOAK_SECONDS more of the same load on a fresh service: RSS every second,
  *             its slope in MiB/min by least squares (after the first minute or fifth, whichever
- *             is shorter), over the whole and over the second half
+ *             is shorter), over the whole and over the second half; and each minute where the
+ *             memory is (the parts below, with RssAnon), to tell a part that climbs from one
+ *             that fills once
  *
  * Where the memory is (a sampler preloaded into the service, bench/memprobe.mjs, and
  * /proc/<pid>/smaps): each JavaScript thread's V8 heap (used / resident), the main thread's
