@@ -257,6 +257,9 @@ interface Breakdown {
 
 const resident = (line: ProbeLine) => Object.values(line.spaces).reduce((a, b) => a + b, 0)
 
+/** RSS not in a part the sampler names: code, malloc's arenas, stacks, the Node binary. */
+const restOf = (b: Breakdown) => b.rss - ((b.mainHeap ?? 0) + (b.mainExternal ?? 0) + (b.workerHeap ?? 0) + (b.wasm ?? 0))
+
 /** The probe's lines nearest to `t` for the main thread and the (busiest) other thread. */
 const breakdownAt = (lines: ReadonlyArray<ProbeLine>, t: number, rss: number, wasm: number | undefined): Breakdown => {
   const nearest = (list: ReadonlyArray<ProbeLine>) =>
@@ -543,21 +546,10 @@ interface Soak {
   readonly series: ReadonlyArray<{ readonly minute: number; readonly at: Breakdown; readonly anon: number | undefined }>
 }
 
-/** Anonymous resident memory (heaps, malloc, WebAssembly) apart from mapped files (code). */
-const readAnonMiB = (pid: number): number | undefined => {
-  try {
-    const match = /^RssAnon:\s+(\d+)\s+kB$/m.exec(Fs.readFileSync(`/proc/${pid}/status`, "utf8"))
-    return match === null ? undefined : Number(match[1]) / 1024
-  } catch {
-    return undefined
-  }
-}
-
 const seriesLine = (point: Soak["series"][number]) => {
   const at = point.at
-  const known = (at.mainHeap ?? 0) + (at.mainExternal ?? 0) + (at.workerHeap ?? 0) + (at.wasm ?? 0)
   return `min ${String(point.minute).padStart(2)}: RSS ${f0(at.rss)} (anon ${f0(point.anon)}), main heap ${pair(at.mainHeapUsed, at.mainHeap)}, ` +
-    `external ${f0(at.mainExternal)}, worker heap ${pair(at.workerHeapUsed, at.workerHeap)}, WASM ${f0(at.wasm)}, rest ${f0(at.rss - known)}`
+    `external ${f0(at.mainExternal)}, worker heap ${pair(at.workerHeapUsed, at.workerHeap)}, WASM ${f0(at.wasm)}, rest ${f0(restOf(at))}`
 }
 
 const soakVariant = async (database: Database, variant: Variant, prepared: Prepared<Seeded>): Promise<Soak> => {
@@ -578,7 +570,7 @@ const soakVariant = async (database: Database, variant: Variant, prepared: Prepa
         t: Date.now(),
         rss: mean(now.map((s) => s.value)),
         wasm: wasmResidentMiB(server.pid),
-        anon: readAnonMiB(server.pid)
+        anon: readMemoryMiB(server.pid)?.anon
       })
     }
     point()
@@ -591,7 +583,8 @@ const soakVariant = async (database: Database, variant: Variant, prepared: Prepa
     const half = kept.filter((s) => s.t - kept[0]!.t >= (kept.at(-1)!.t - kept[0]!.t) / 2)
     const window = (list: typeof samples) => mean(list.map((s) => s.value))
     await sleep(1_000)
-    const settled = breakdownAt(run.probeFile === undefined ? [] : readProbe(run.probeFile), Date.now() - 500, run.tree() ?? Number.NaN, wasmResidentMiB(server.pid))
+    const probeLines = run.probeFile === undefined ? [] : readProbe(run.probeFile)
+    const settled = breakdownAt(probeLines, Date.now() - 500, run.tree() ?? Number.NaN, wasmResidentMiB(server.pid))
     const soak: Soak = {
       variant,
       seconds: SOAK_SECONDS,
@@ -605,7 +598,7 @@ const soakVariant = async (database: Database, variant: Variant, prepared: Prepa
       series: points.map((p) => ({
         minute: p.minute,
         anon: p.anon,
-        at: breakdownAt(run.probeFile === undefined ? [] : readProbe(run.probeFile), p.t, p.rss, p.wasm)
+        at: breakdownAt(probeLines, p.t, p.rss, p.wasm)
       }))
     }
     for (const p of soak.series) log(`${database} memory soak ${variant.label}: ${seriesLine(p)}`)
@@ -689,7 +682,6 @@ export const memoryScenario = async (database: Database): Promise<Section> => {
   for (const { runs, variant } of byVariant) {
     const r = runs.at(-1)!
     for (const [moment, b] of [["idle", r.idle], ["peak", r.peak], ["settled", r.settled]] as const) {
-      const known = (b.mainHeap ?? 0) + (b.mainExternal ?? 0) + (b.workerHeap ?? 0) + (b.wasm ?? 0)
       breakdownRows.push([
         variant.label,
         moment,
@@ -699,7 +691,7 @@ export const memoryScenario = async (database: Database): Promise<Section> => {
         `${f0(b.mainExternal)} (${f0(b.mainArrayBuffers)})`,
         pair(b.workerHeapUsed, b.workerHeap),
         f0(b.wasm),
-        f0(b.rss - known)
+        f0(restOf(b))
       ])
     }
   }

@@ -97,12 +97,18 @@ export const readRssMiB = (pid: number): number | undefined => {
 }
 
 /** Resident set size now and its peak so far (VmHWM), in MiB, from /proc/<pid>/status. */
-export const readMemoryMiB = (pid: number): { readonly rss: number; readonly hwm: number } | undefined => {
+/** RSS, its high-water mark, and its anonymous part (heaps, malloc, WebAssembly; not mapped files). */
+export const readMemoryMiB = (
+  pid: number
+): { readonly rss: number; readonly hwm: number; readonly anon: number | undefined } | undefined => {
   try {
     const status = Fs.readFileSync(`/proc/${pid}/status`, "utf8")
     const rss = /^VmRSS:\s+(\d+)\s+kB$/m.exec(status)
     const hwm = /^VmHWM:\s+(\d+)\s+kB$/m.exec(status)
-    return rss === null || hwm === null ? undefined : { rss: Number(rss[1]) / 1024, hwm: Number(hwm[1]) / 1024 }
+    const anon = /^RssAnon:\s+(\d+)\s+kB$/m.exec(status)
+    return rss === null || hwm === null
+      ? undefined
+      : { rss: Number(rss[1]) / 1024, hwm: Number(hwm[1]) / 1024, anon: anon === null ? undefined : Number(anon[1]) / 1024 }
   } catch {
     return undefined
   }
