@@ -494,7 +494,7 @@ const newUser = (name: string, zone: string) => Effect.flatMap(Users, (users) =>
 
 const newQuota = (user: CurrentUserShape, title: string, target: number, rrule = "FREQ=DAILY") =>
   Effect.flatMap(Tasks, (tasks) => tasks.create(user, { title, progress_target: target, rrule })).pipe(
-    Effect.map((task) => TaskId.make(task.id))
+    Effect.map((task) => TaskId.make(task.value.id))
   )
 
 const quotaListed = (user: CurrentUserShape, id: number) =>
@@ -510,7 +510,7 @@ describe("rollover under TestClock", () => {
         const quotas = yield* Quotas
         const user = yield* newUser("clockwork", "Europe/Berlin")
         const id = yield* newQuota(user, "Daily", 2)
-        const logged = yield* quotas.progress(user, id, 2)
+        const logged = (yield* quotas.progress(user, id, 2)).value
         expect(logged).toMatchObject({ progress_current: 2, met: true, progress_period_start: berlin(3, 11) })
         expect(yield* quotas.sweep()).toBe(0)
 
@@ -523,7 +523,7 @@ describe("rollover under TestClock", () => {
         yield* TestClock.adjust(Duration.millis(1))
         expect((yield* quotaListed(user, id)).progress_current).toBe(0)
         expect(yield* periodsOf(id)).toEqual([])
-        const next = yield* quotas.progress(user, id, 1)
+        const next = (yield* quotas.progress(user, id, 1)).value
         expect(next).toMatchObject({ progress_current: 1, met: false, progress_period_start: berlin(3, 12), description: "1/2" })
         expect(yield* periodsOf(id)).toEqual([{ start: berlin(3, 11), end: berlin(3, 12), count: 2, met: true }])
 

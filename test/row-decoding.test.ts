@@ -39,6 +39,7 @@ import { Int8, IdRow } from "../src/kernel/Columns.js"
 import { ProjectId, TaskId } from "../src/kernel/Ids.js"
 import { completionsPageJson, exportPage as completionsExportPage, insertSwept, latestCompletions } from "../src/lifecycle/CompletionsTable.js"
 import { addToDays, daysBetween, oneDay, sumOfDays } from "../src/pipeline/DailyStatsTable.js"
+import { statementOf } from "../src/sql/SqlText.js"
 import { Idempotency } from "../src/pipeline/Idempotency.js"
 import {
   countsOf,
@@ -351,8 +352,8 @@ describe(`rows decoded where they are read (${databaseKind()})`, () => {
         expect(JSON.parse(exported[0]!.json)).toMatchObject({ id: exported[0]!.id, task_id: taskId })
 
         const day = { user_id: gus.id, date: "2031-03-04", completions: 2, tasks_created: 1, snoozes: 0 }
-        yield* addToDays(sql, [day])
-        yield* addToDays(sql, [{ ...day, completions: 1 }])
+        yield* statementOf(sql, addToDays([day]))
+        yield* statementOf(sql, addToDays([{ ...day, completions: 1 }]))
         expect(yield* sumOfDays(sql, gus.id, undefined, undefined)).toEqual({ completions: 3, tasks_created: 2, snoozes: 0 })
         expect(yield* sumOfDays(sql, gus.id, "2031-03-05", undefined)).toEqual({ completions: 0, tasks_created: 0, snoozes: 0 })
         const today = yield* oneDay(sql, gus.id, "2031-03-04")

@@ -1,10 +1,10 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
-import type { Fragment } from "@effect/sql/Statement"
 import { Effect } from "effect"
 import type { RowChange } from "./Changes.js"
 import { anyShared, inSharedProject, projectNamedBy } from "../projects/ProjectsTable.js"
 import { slotNamedBy } from "../slots/TimeSlotsTable.js"
 import { taskById, taskOwnerNamedBy } from "../tasks/TasksTable.js"
+import { emptyText, type SqlText, sqlText, statementOf } from "../sql/SqlText.js"
 
 /** The NOTIFY channel that wakes the change streams of every instance on one PostgreSQL (see `ChangeWakeup`). */
 export const CHANGES_CHANNEL = "steady_changes"
@@ -63,8 +63,8 @@ export const entriesOf = <Id = number>(changes: ReadonlyArray<RowChange<Id>>): R
  * which a probe of `tasks` cannot see yet.
  */
 export interface PendingTask<Id> {
-  readonly json: (text: string) => Fragment
-  readonly tasks: Fragment
+  readonly json: (text: string) => SqlText
+  readonly tasks: SqlText
   /** Whether `id` stands for the row the statement inserts. */
   readonly stands: (id: Id) => boolean
 }
@@ -80,7 +80,7 @@ export const changesInsert = <Id = number>(
   at: Date,
   entries: ReadonlyArray<Entry<Id>>,
   pending?: PendingTask<Id>
-) => {
+): SqlText => {
   const only = entries.length === 1 ? entries[0]! : undefined
   return only !== undefined && only.kind === "task" && only.op === "upsert"
     ? oneTaskInsert(sql, at, only, pending !== undefined && pending.stands(only.id) ? pending.tasks : undefined)
@@ -92,25 +92,27 @@ export const changesInsert = <Id = number>(
  * shape for one row, without unpacking JSON or probing projects and time slots. `inserted`
  * holds the row when the same statement inserts it (its id is then pending).
  */
-const oneTaskInsert = <Id>(sql: SqlClient.SqlClient, at: Date, entry: Entry<Id>, inserted: Fragment | undefined) => {
-  const owner = sql`COALESCE(x.user_id, ${entry.owner}::integer)`
+const oneTaskInsert = <Id>(sql: SqlClient.SqlClient, at: Date, entry: Entry<Id>, inserted: SqlText | undefined): SqlText => {
   // An array literal of integers: the same text on both databases' clients.
   const projects = `{${entry.projects.join(",")}}`
-  const rows = inserted !== undefined ? sql`${inserted} x` : typeof entry.id === "number" ? taskById(sql, entry.id) : undefined
+  const rows = inserted !== undefined ? sqlText`${inserted} x` : typeof entry.id === "number" ? taskById(sql, entry.id) : undefined
   if (rows === undefined) throw new Error("A pending task's feed entry needs the row its statement inserts")
-  return sql`
+  return sqlText`
     INSERT INTO changes (at, kind, object_id, op, user_id, shared)
-    SELECT ${at.toISOString()}::timestamptz, 'task', ${inserted === undefined ? sql`e.id` : sql`x.id`}, 'upsert', ${owner},
+    SELECT ${at.toISOString()}::timestamptz, 'task', ${inserted === undefined ? E_ID : X_ID}, 'upsert', COALESCE(x.user_id, ${entry.owner}::integer),
       ${inSharedProject(sql, "x.project_id")} OR ${anyShared(sql, sql`= ANY(${projects}::integer[])`)}
     FROM ${rows}
-    WHERE ${owner} IS NOT NULL`
+    WHERE COALESCE(x.user_id, ${entry.owner}::integer) IS NOT NULL`
 }
 
-const entriesInsert = <Id>(sql: SqlClient.SqlClient, at: Date, entries: ReadonlyArray<Entry<Id>>, pending?: PendingTask<Id>) =>
+const E_ID = sqlText`e.id`
+const X_ID = sqlText`x.id`
+
+const entriesInsert = <Id>(sql: SqlClient.SqlClient, at: Date, entries: ReadonlyArray<Entry<Id>>, pending?: PendingTask<Id>): SqlText =>
   // Each object is looked up by key (LATERAL … OFFSET 0 keeps it a per-entry index probe):
   // plain joins let a prepared statement's generic plan, made while the tables were small,
   // hash-join a sequential scan of every task for good.
-  sql`
+  sqlText`
     INSERT INTO changes (at, kind, object_id, op, user_id, shared)
     SELECT ${at.toISOString()}::timestamptz, e.kind, e.id, e.op, COALESCE(t.user_id, p.owner_id, s.user_id, e.owner),
       CASE e.kind
@@ -119,12 +121,12 @@ const entriesInsert = <Id>(sql: SqlClient.SqlClient, at: Date, entries: Readonly
         WHEN 'project' THEN COALESCE(p.shared, false) OR e.was_shared
         ELSE false
       END
-    FROM jsonb_to_recordset(${entriesJson(sql, entries, pending)})
+    FROM jsonb_to_recordset(${entriesJson(entries, pending)})
       AS e(kind text, id integer, op text, owner integer, projects jsonb, was_shared boolean, n integer)
     LEFT JOIN LATERAL (
       ${taskOwnerNamedBy(sql, "e.kind", "e.id")}
       ${
-    pending === undefined ? sql`` : sql`UNION ALL
+    pending === undefined ? emptyText : sqlText`UNION ALL
       SELECT x.user_id, ${inSharedProject(sql, "x.project_id")} FROM ${pending.tasks} x WHERE e.kind = 'task' AND x.id = e.id`
   }
       OFFSET 0) t ON true
@@ -133,9 +135,9 @@ const entriesInsert = <Id>(sql: SqlClient.SqlClient, at: Date, entries: Readonly
     WHERE COALESCE(t.user_id, p.owner_id, s.user_id, e.owner) IS NOT NULL
     ORDER BY e.n`
 
-const entriesJson = <Id>(sql: SqlClient.SqlClient, entries: ReadonlyArray<Entry<Id>>, pending: PendingTask<Id> | undefined): Fragment => {
+const entriesJson = <Id>(entries: ReadonlyArray<Entry<Id>>, pending: PendingTask<Id> | undefined): SqlText => {
   const text = JSON.stringify(entries.map((e, n) => ({ ...e, n })))
-  return pending === undefined ? sql`${text}::jsonb` : sql`(${pending.json(text)})::jsonb`
+  return pending === undefined ? sqlText`${text}::jsonb` : sqlText`(${pending.json(text)})::jsonb`
 }
 
 /**
@@ -143,7 +145,7 @@ const entriesJson = <Id>(sql: SqlClient.SqlClient, entries: ReadonlyArray<Entry<
  * its commit (`ChangeWakeup.wake`).
  */
 export const recordChanges = (sql: SqlClient.SqlClient, at: Date, entries: ReadonlyArray<Entry>) =>
-  entries.length === 0 ? Effect.void : sql`${changesInsert(sql, at, entries)}`.pipe(Effect.asVoid)
+  entries.length === 0 ? Effect.void : statementOf(sql, changesInsert(sql, at, entries)).pipe(Effect.asVoid)
 
 /** A task changed by a writer outside the mutation pipeline (a background job). */
 export const taskEntry = (id: number): Entry => ({ kind: "task", id, op: "upsert", owner: null, projects: [], was_shared: false })

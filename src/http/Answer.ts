@@ -1,6 +1,7 @@
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, type Schema } from "effect"
 import { CurrentUser, type CurrentUserShape } from "../kernel/CurrentUser.js"
+import { Rendered } from "../pipeline/Pending.js"
 import { onceByKey } from "./KeyedAnswers.js"
 
 /**
@@ -18,13 +19,22 @@ type Body<A, E, R> = (user: CurrentUserShape) => Effect.Effect<A, E, R>
 
 const forUser = <A, E, R>(body: Body<A, E, R>) => Effect.flatMap(CurrentUser, body)
 
-/** `{data}` as a response, for a handler that adds to it (a cookie). */
-export const dataResponse = <S extends Schema.Schema.Any>(_schema: S, data: Schema.Schema.Encoded<S>, status = 200) =>
-  HttpServerResponse.unsafeJson({ data }, { status })
+/**
+ * `{data}` as a response, for a handler that adds to it (a cookie). A write's `Rendered`
+ * answer goes out as the text the commit statement rendered, without parsing it.
+ */
+export const dataResponse = <S extends Schema.Schema.Any>(
+  _schema: S,
+  data: Schema.Schema.Encoded<S> | Rendered<Schema.Schema.Encoded<S>>,
+  status = 200
+) =>
+  data instanceof Rendered
+    ? jsonTextResponse(_schema, `{"data":${data.text}}`, status)
+    : HttpServerResponse.unsafeJson({ data }, { status })
 
 /** `{data}` for an endpoint whose success is `Data(schema)`. */
 export const answerData = <S extends Schema.Schema.Any>(_schema: S, status = 200) =>
-<E, R>(body: Body<Schema.Schema.Encoded<S>, E, R>) =>
+<E, R>(body: Body<Schema.Schema.Encoded<S> | Rendered<Schema.Schema.Encoded<S>>, E, R>) =>
   onceByKey(Effect.map(forUser(body), (data) => dataResponse(_schema, data, status)))
 
 /**

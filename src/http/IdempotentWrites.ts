@@ -14,6 +14,7 @@ import { CurrentUser, type CurrentUserShape } from "../kernel/CurrentUser.js"
 import { Idempotency } from "../pipeline/Idempotency.js"
 import { dataAnswer, type KeyedAnswer, type KeyRefused } from "../pipeline/IdempotencyRecord.js"
 import { dataResponse } from "./Answer.js"
+import type { Rendered } from "../pipeline/Pending.js"
 import { answerWith, busy, keyedRequestOf, pathOf, responseFor } from "./KeyedAnswers.js"
 
 /*
@@ -29,11 +30,13 @@ import { answerWith, busy, keyedRequestOf, pathOf, responseFor } from "./KeyedAn
 export const keyedData = <S extends Schema.Schema.Any>(schema: S, status = 200) =>
 <E, R, EK, RK>(plain: PlainWrite<S, E, R>, keyed: KeyedWrite<S, EK, RK>) => keyedDataOf(schema, status, plain, keyed)
 
-type PlainWrite<S extends Schema.Schema.Any, E, R> = (user: CurrentUserShape) => Effect.Effect<Schema.Schema.Encoded<S>, E, R>
+/** A write's answer: a value of the endpoint's schema, or the text its commit statement rendered. */
+type Answered<S extends Schema.Schema.Any> = Schema.Schema.Encoded<S> | Rendered<Schema.Schema.Encoded<S>>
+type PlainWrite<S extends Schema.Schema.Any, E, R> = (user: CurrentUserShape) => Effect.Effect<Answered<S>, E, R>
 type KeyedWrite<S extends Schema.Schema.Any, EK, RK> = (
   user: CurrentUserShape,
   answer: KeyedAnswer
-) => Effect.Effect<Schema.Schema.Encoded<S>, EK | KeyRefused, RK>
+) => Effect.Effect<Answered<S>, EK | KeyRefused, RK>
 
 // Made once (see docs/architecture.md, "Generators on the request path").
 const keyedDataOf = Effect.fnUntraced(function*<S extends Schema.Schema.Any, E, R, EK, RK>(

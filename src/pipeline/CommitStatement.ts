@@ -1,5 +1,4 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
-import type { Fragment } from "@effect/sql/Statement"
 import { Effect, Schema } from "effect"
 import { RowObject } from "../kernel/Columns.js"
 import type { DayStats, MutationOptions, TxChange, TxEvent } from "./Tx.js"
@@ -9,16 +8,22 @@ import { KEYED_CONTENT_TYPE, type KeyedAnswer, recordSql } from "./IdempotencyRe
 import { addToDays } from "./DailyStatsTable.js"
 import { entryWrites } from "../undo/UndoLog.js"
 import { deliveryWrites, outboxWrites } from "../webhooks/WebhookDeliveries.js"
+import { emptyText, joinText, rawText, type SqlText, sqlText, statementOf } from "../sql/SqlText.js"
 
 /** The deferred write of `updateAtCommit`, as the commit statement's first CTEs. */
 export interface Deferred {
-  readonly target: Fragment
-  readonly inserted: Fragment | undefined
+  readonly target: SqlText
+  readonly inserted: SqlText | undefined
   /** A deferred INSERT's `inserted` also renders the row: the undo entry's pending row gets it. */
   readonly insertsRow?: boolean
   /** A deferred UPDATE's `target` also returns its row and version (`UpdateOptions.keep`). */
   readonly keeps?: boolean
 }
+
+/** The deferred write's wire text, as the commit statement's other parts read it. */
+const TARGET_WIRE = rawText("(SELECT wire FROM target)")
+/** The members of the row a deferred INSERT rendered (`insertedRowSql`), for the undo entry's pending row. */
+const INSERTED_ROW_MEMBERS = membersSql(rawText("(SELECT row::text FROM inserted)"))
 
 /**
  * The commit statement's one row: the undo entry's `integer` id, the deliveries
@@ -59,7 +64,7 @@ export const commitStatement = (sql: SqlClient.SqlClient, input: CommitInput) =>
   const { changes, events, feed, options } = input
   const userId = options.user.id
   const at = input.now.toISOString()
-  const ctes: Array<Fragment> = []
+  const ctes: Array<SqlText> = []
   const { deferred } = input
   if (deferred !== undefined) {
     ctes.push(deferred.target)
@@ -67,20 +72,20 @@ export const commitStatement = (sql: SqlClient.SqlClient, input: CommitInput) =>
   }
   // What the body left pending, replaced by what the deferred write returns.
   const withPending = (json: string) => {
-    let out: Fragment = sql`${json}::text`
-    if (deferred !== undefined && holdsPending(json)) out = withWireSql(sql, out, sql`(SELECT wire FROM target)`)
+    let out = sqlText`${json}::text`
+    if (deferred !== undefined && holdsPending(json)) out = withWireSql(out, TARGET_WIRE)
     if (deferred?.inserted !== undefined && json.includes(PENDING_ID_JSON)) {
-      out = sql`replace(${out}, ${PENDING_ID_JSON}, (SELECT id FROM inserted)::text)`
+      out = sqlText`replace(${out}, ${PENDING_ID_JSON}, (SELECT id FROM inserted)::text)`
     }
     if (deferred?.insertsRow === true && json.includes(PENDING_ROW_MEMBER)) {
-      out = sql`replace(${out}, ${PENDING_ROW_MEMBER}, ${membersSql(sql, sql`(SELECT row::text FROM inserted)`)})`
+      out = sqlText`replace(${out}, ${PENDING_ROW_MEMBER}, ${INSERTED_ROW_MEMBERS})`
     }
     return out
   }
   const undoable = changes.length > 0 && options.undoable !== false
   if (undoable) {
     const tasksAffected = new Set(changes.filter((c) => c.table === "tasks").map((c) => c.id)).size
-    ctes.push(...entryWrites(sql, {
+    ctes.push(...entryWrites({
       userId,
       action: options.action,
       description: input.description || options.action,
@@ -101,45 +106,48 @@ export const commitStatement = (sql: SqlClient.SqlClient, input: CommitInput) =>
     const pending = deferred !== undefined && rows.some((r) => holdsPending(r.body))
     ctes.push(
       pending
-        ? sql`events AS (
-          SELECT e.n, e.event, e.task_id, ${withWireSql(sql, sql`e.payload`, sql`w.wire`)}::jsonb AS payload,
-            ${withWireSql(sql, sql`e.body`, sql`w.wire`)} AS body
+        ? sqlText`events AS (
+          SELECT e.n, e.event, e.task_id, ${withWireSql(rawText("e.payload"), rawText("w.wire"))}::jsonb AS payload,
+            ${withWireSql(rawText("e.body"), rawText("w.wire"))} AS body
           FROM jsonb_to_recordset((${withPending(JSON.stringify(rows))})::jsonb)
             AS e(n integer, event text, task_id integer, payload text, body text)
           CROSS JOIN (SELECT wire FROM target) w)`
-        : sql`events AS (
+        : sqlText`events AS (
           SELECT e.n, e.event, e.task_id, e.payload::jsonb AS payload, e.body
           FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
             AS e(n integer, event text, task_id integer, payload text, body text))`
     )
-    ctes.push(outboxWrites(sql, userId, at), deliveryWrites(sql, userId, at))
+    ctes.push(outboxWrites(userId, at), deliveryWrites(sql, userId, at))
   }
   const days = [...input.stats.values()].filter(({ counts: s }) => s.completions !== 0 || s.tasks_created !== 0 || s.snoozes !== 0)
   if (days.length > 0) {
-    ctes.push(sql`stats AS (${addToDays(sql, days.map((d) => ({ user_id: d.userId, date: d.date, ...d.counts })))})`)
+    ctes.push(sqlText`stats AS (${addToDays(days.map((d) => ({ user_id: d.userId, date: d.date, ...d.counts })))})`)
   }
   if (feed.length > 0) {
-    ctes.push(sql`feed AS (${
-      changesInsert(sql, input.now, feed, deferred?.insertsRow === true ? { json: withPending, tasks: sql`target`, stands: (id) => id instanceof PendingId } : undefined)
+    ctes.push(sqlText`feed AS (${
+      changesInsert(sql, input.now, feed, deferred?.insertsRow === true ? { json: withPending, tasks: rawText("target"), stands: (id) => id instanceof PendingId } : undefined)
     })`)
   }
   // A data-modifying CTE runs whether or not anything reads it.
   const { record } = input
   if (record !== undefined) {
     const body = deferred !== undefined && holdsPending(record.body)
-      ? withWireSql(sql, sql`${record.body}::text`, sql`(SELECT wire FROM target)`)
-      : sql`${record.body}::text`
+      ? withWireSql(sqlText`${record.body}::text`, TARGET_WIRE)
+      : sqlText`${record.body}::text`
     const answer = { status: record.keyed.status, contentType: KEYED_CONTENT_TYPE, body }
-    ctes.push(sql`recorded AS (${recordSql(sql, record.keyed.request, answer, record.now)})`)
+    ctes.push(sqlText`recorded AS (${recordSql(record.keyed.request, answer, record.now)})`)
   }
   const fed = feed.length > 0
   if (ctes.length === 0) return Effect.succeed({ undoId: null, deliveries: 0, wire: null, kept: null, fed })
-  return sql`
-    WITH ${sql.join(", ", false)(ctes)}
-    SELECT ${undoable ? sql`(SELECT id FROM undo)` : sql`NULL::integer`} AS undo_id,
-      ${events.length > 0 ? sql`COALESCE((SELECT n FROM delivered), 0)` : sql`0`} AS deliveries,
-      ${deferred !== undefined ? sql`(SELECT wire FROM target)` : sql`NULL::text`} AS wire
-      ${deferred?.keeps === true ? sql`, (SELECT version FROM target) AS version, (SELECT row FROM target) AS row` : sql``}`.pipe(
+  return statementOf(
+    sql,
+    sqlText`
+    WITH ${joinText(", ", ctes)}
+    SELECT ${undoable ? rawText("(SELECT id FROM undo)") : rawText("NULL::integer")} AS undo_id,
+      ${events.length > 0 ? rawText("COALESCE((SELECT n FROM delivered), 0)") : rawText("0")} AS deliveries,
+      ${deferred !== undefined ? TARGET_WIRE : rawText("NULL::text")} AS wire
+      ${deferred?.keeps === true ? rawText(", (SELECT version FROM target) AS version, (SELECT row FROM target) AS row") : emptyText}`
+  ).pipe(
     // A row that does not fit is a defect; the SqlError stays the caller's (a keyed write's refusal).
     Effect.flatMap((rows) => Effect.catchTag(decodeWritten(rows), "ParseError", Effect.die)),
     Effect.map(([row]) => ({

@@ -2,6 +2,7 @@ import type * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Schema } from "effect"
 import { DailyStats } from "../history/History.js"
 import type { UserId } from "../kernel/Ids.js"
+import { type SqlText, sqlText } from "../sql/SqlText.js"
 
 /**
  * Every statement on `daily_stats`: the additions the mutation pipeline and
@@ -24,8 +25,8 @@ export interface DayAddition extends DayCounts {
  * Adds to users' days: an INSERT for a statement of its own or a data-modifying CTE. In key
  * order, so two writers touching the same users' days never deadlock.
  */
-export const addToDays = (sql: SqlClient.SqlClient, additions: ReadonlyArray<DayAddition>) =>
-  sql`
+export const addToDays = (additions: ReadonlyArray<DayAddition>): SqlText =>
+  sqlText`
     INSERT INTO daily_stats (user_id, date, shard, completions, tasks_created, snoozes)
     SELECT x.user_id, x.date, steady_stats_shard(), x.completions, x.tasks_created, x.snoozes
     FROM jsonb_to_recordset(${JSON.stringify(additions)}::jsonb)

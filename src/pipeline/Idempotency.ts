@@ -12,6 +12,7 @@ import { commitWithNextStatement } from "../sql/PgGuard.js"
 import { now as clockNow } from "../kernel/ServiceClock.js"
 import { spanWhenTraced } from "../kernel/Tracing.js"
 import { CONFLICT_RETRIES, runAgainAfter } from "../sql/TransactionConflicts.js"
+import { renderText, sqlText } from "../sql/SqlText.js"
 
 export type { KeyedRequest, StoredAnswer } from "./IdempotencyRecord.js"
 
@@ -167,7 +168,7 @@ export class Idempotency extends Effect.Service<Idempotency>()("steady/Idempoten
           // by then, the client retries.
           const record = (value: A, answer: StoredAnswer): Effect.Effect<Outcome<A>, SqlError | RollBack<A>> => {
             const commitRides = commitWithNextStatement(connection)
-            const [text, params] = recordSql(sql, request, { ...answer, body: sql`${answer.body}::text` }, now).compile()
+            const [text, params] = renderText(recordSql(request, { ...answer, body: sqlText`${answer.body}::text` }, now))
             const recorded = Effect.catchIf(
               connection.execute(text, params, undefined),
               isRefusal,

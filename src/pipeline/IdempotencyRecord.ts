@@ -1,6 +1,5 @@
-import type * as SqlClient from "@effect/sql/SqlClient"
-import type { Fragment } from "@effect/sql/Statement"
 import { Data } from "effect"
+import { type SqlText, sqlText } from "../sql/SqlText.js"
 import type { UserId } from "../kernel/Ids.js"
 import { IDEMPOTENCY_TTL_MS } from "./IdempotencyKey.js"
 import { pgFieldsOf } from "../sql/DatabaseFailures.js"
@@ -81,12 +80,11 @@ export const lockName = (request: KeyedRequest) => `${request.userId}:${request.
  * text. Sent with COMMIT behind it: a refusal means the COMMIT never runs.
  */
 export const recordSql = (
-  sql: SqlClient.SqlClient,
   request: KeyedRequest,
-  answer: { readonly status: number; readonly contentType: string | null; readonly body: Fragment },
+  answer: { readonly status: number; readonly contentType: string | null; readonly body: SqlText },
   now: Date
-) =>
-  sql`INSERT INTO idempotency_keys (user_id, key, fingerprint, status, content_type, body, created_at, expires_at)
+): SqlText =>
+  sqlText`INSERT INTO idempotency_keys (user_id, key, fingerprint, status, content_type, body, created_at, expires_at)
     SELECT ${request.userId}, ${request.key}, ${request.fingerprint}, ${answer.status}::integer, ${answer.contentType}::text,
       ${answer.body},
       CASE WHEN pg_try_advisory_xact_lock(hashtextextended(${lockName(request)}, 0)) THEN ${now.toISOString()}::timestamptz

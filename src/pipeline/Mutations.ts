@@ -2,7 +2,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { Fragment } from "@effect/sql/Statement"
 import { Data, Effect, Option, Schema } from "effect"
 import { decodeRowColumns, RowColumn, RowObject } from "../kernel/Columns.js"
-import { type JsonValue, type Row, sameValue } from "../kernel/Json.js"
+import { type Row, sameValue } from "../kernel/Json.js"
 import { localDate } from "../kernel/LocalTime.js"
 import type { CurrentUserShape } from "../kernel/CurrentUser.js"
 import { now as clockNow } from "../kernel/ServiceClock.js"
@@ -18,6 +18,7 @@ import { type DayStats, type Insertion, type MutationOptions, type PendingInsert
 import { type KeyedAnswer, KeyRefused, isRefusal } from "./IdempotencyRecord.js"
 import { pgFieldsOf } from "../sql/DatabaseFailures.js"
 import { RecentRows } from "./RecentRows.js"
+import { rawText, SqlText, sqlText } from "../sql/SqlText.js"
 
 function resolved<A>(result: A, wire: string | null): Resolved<A>
 function resolved(result: unknown, wire: string | null): unknown {
@@ -35,6 +36,34 @@ interface RowOptions {
   readonly keep?: { readonly extra: unknown }
   readonly alsoInsert?: Insertion
 }
+
+/**
+ * `values` as statement text, each a parameter cast to its column's type: `$1::integer,
+ * $2::text, …` for an INSERT's VALUES, `a = $1::integer, b = $2::text, …` for an UPDATE's SET;
+ * then `extra` (SQL for columns whose value is computed). One template for the whole list, not
+ * one per value: a task has some thirty columns.
+ */
+const typedList = (table: TableSpec<TableRow>, values: Row, form: "values" | "sets", extra: ReadonlyArray<Fragment> = []): SqlText => {
+  const strings: Array<string> = []
+  const params: Array<unknown> = []
+  let before = ""
+  for (const column of Object.keys(values)) {
+    const kind = kindOf(table, column)!
+    strings.push(form === "sets" ? `${before}${column} = ` : before)
+    params.push(sqlParam(kind, values[column]!))
+    before = `::${sqlCast[kind]}, `
+  }
+  for (const fragment of extra) {
+    strings.push(before)
+    params.push(fragment)
+    before = ", "
+  }
+  strings.push(before.slice(0, -2))
+  return new SqlText(strings, params)
+}
+
+/** A deferred INSERT's row, as the commit statement's other parts read it. */
+const INSERTED_FROM_TARGET = rawText("inserted AS (SELECT id, row FROM target)")
 
 /** SQLSTATE of `steady_row_moved()`: a `readFirst` write's row changed after it was read. */
 const ROW_MOVED = "SK412"
@@ -121,10 +150,6 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
     const wakeup = yield* WebhookWakeup
     const changeWakeup = yield* ChangeWakeup
     const recentRows = yield* RecentRows
-
-    /** A column's value as a statement parameter cast to the column's type. */
-    const typedParam = (table: TableSpec<TableRow>, column: string, value: JsonValue) =>
-      sql`${sqlParam(kindOf(table, column)!, value)}::${sql.literal(sqlCast[kindOf(table, column)!])}`
 
     /** The row as PostgreSQL gives it (`to_jsonb`), locked. */
     const lockRaw = (table: TableSpec<TableRow>, id: number) =>
@@ -223,43 +248,38 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
             const { after, before } = diffRow(table, current, values)
             const fields = Object.keys(after)
             const writes: Row = table.touch && fields.length > 0 ? { ...after, [table.touch]: now.toISOString() } : after
-            const sets = Object.entries(writes).map(([column, value]) =>
-              sql`${sql.literal(column)} = ${typedParam(table, column, value)}`
-            )
             // The compact text rendering: it is spliced into the frozen webhook bodies.
-            const wire = sql.literal(wireTextOf(table))
+            const wire = rawText(wireTextOf(table))
             // A row read before the transaction is written only in the version read; otherwise
             // `target` fails the statement (`steady_row_moved`) wherever it is read first.
             const { keep, seen, stillHolds } = updateOptions
             const where = seen === undefined
-              ? sql`id = ${id}`
-              : sql.and([sql`id = ${id}`, sql`xmin = ${seen}::xid`, ...(stillHolds === undefined ? [] : [stillHolds])])
+              ? sqlText`id = ${id}`
+              : stillHolds === undefined
+              ? sqlText`(id = ${id} AND xmin = ${seen}::xid)`
+              : sqlText`(id = ${id} AND xmin = ${seen}::xid AND ${stillHolds})`
             // A kept row comes back as the database has it (its triggers may have set columns).
             const returned = keep === undefined
-              ? sql`${wire} AS wire`
-              : sql`${wire} AS wire, xmin::text AS version, ${sql.literal(rowJsonSql(table, table.name))} AS row`
+              ? sqlText`${wire} AS wire`
+              : sqlText`${wire} AS wire, xmin::text AS version, ${rawText(rowJsonSql(table, table.name))} AS row`
             const row = fields.length === 0
-              ? sql`SELECT ${returned} FROM ${sql.literal(table.name)} WHERE ${where}`
-              : sql`UPDATE ${sql.literal(table.name)} SET ${sql.csv(sets)} WHERE ${where} RETURNING ${returned}`
-            const movedKept = keep === undefined ? sql`` : sql`, (SELECT version FROM moved) AS version, (SELECT row FROM moved) AS row`
+              ? sqlText`SELECT ${returned} FROM ${rawText(table.name)} WHERE ${where}`
+              : sqlText`UPDATE ${rawText(table.name)} SET ${typedList(table, writes, "sets")} WHERE ${where} RETURNING ${returned}`
+            const movedKept = keep === undefined ? rawText("") : rawText(", (SELECT version FROM moved) AS version, (SELECT row FROM moved) AS row")
             const target = seen === undefined
-              ? sql`target AS (${row})`
-              : sql`moved AS (${row}), target AS (SELECT COALESCE((SELECT wire FROM moved), steady_row_moved()) AS wire${movedKept})`
+              ? sqlText`target AS (${row})`
+              : sqlText`moved AS (${row}), target AS (SELECT COALESCE((SELECT wire FROM moved), steady_row_moved()) AS wire${movedKept})`
             if (keep !== undefined) kept = { table, id, extra: keep.extra }
             if (fields.length > 0) {
               recordChange(updateChange(table, id, current, before, after, updateOptions.guard))
             }
             const also = updateOptions.alsoInsert
-            let inserted: Fragment | undefined
+            let inserted: SqlText | undefined
             if (also !== undefined) {
               checkColumns(also.table, also.values)
               const columns = Object.keys(also.values)
-              inserted = sql`inserted AS (INSERT INTO ${sql.literal(also.table.name)} (${sql.literal(columns.join(", "))})
-                VALUES (${
-                sql.csv(columns.map((c) =>
-                  typedParam(also.table, c, also.values[c]!)
-                ))
-              }) RETURNING id)`
+              inserted = sqlText`inserted AS (INSERT INTO ${rawText(also.table.name)} (${rawText(columns.join(", "))})
+                VALUES (${typedList(also.table, also.values, "values")}) RETURNING id)`
               const id = new PendingId()
               recordChange({ op: "insert", table: also.table.name, id, after: { id: id.toJSON(), ...normalizeRow(also.table, also.values) } })
             }
@@ -274,18 +294,13 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
             for (const column of Object.keys(computed)) checkColumns(table, { [column]: null })
             const wire = wireTextOf(table)
             const columns = Object.keys(values)
-            const target = sql`target AS (INSERT INTO ${sql.literal(table.name)} (${
-              sql.literal([...columns, ...Object.keys(computed)].join(", "))
+            const target = sqlText`target AS (INSERT INTO ${rawText(table.name)} (${
+              rawText([...columns, ...Object.keys(computed)].join(", "))
             }) VALUES (${
-              sql.csv([
-                ...columns.map((c) =>
-                  typedParam(table, c, values[c]!)
-                ),
-                ...Object.values(computed)
-              ])
-            }) RETURNING id, user_id, project_id, ${sql.literal(wire)} AS wire,
-              ${sql.literal(insertedRowSql(table, Object.keys(computed)))} AS row)`
-            deferred = { target, inserted: sql`inserted AS (SELECT id, row FROM target)`, insertsRow: true }
+              typedList(table, values, "values", Object.values(computed))
+            }) RETURNING id, user_id, project_id, ${rawText(wire)} AS wire,
+              ${rawText(insertedRowSql(table, Object.keys(computed)))} AS row)`
+            deferred = { target, inserted: INSERTED_FROM_TARGET, insertsRow: true }
             // The undo entry's row: the values given, and the id and computed columns as inserted
             // (a later duplicate key wins in jsonb), which `withPending` splices in.
             const id = new PendingId()

@@ -1,6 +1,5 @@
-import type * as SqlClient from "@effect/sql/SqlClient"
-import type { Fragment } from "@effect/sql/Statement"
 import * as Crypto from "node:crypto"
+import { type SqlText, sqlText } from "../sql/SqlText.js"
 
 /**
  * What only the commit statement knows while a mutation's body runs: the wire JSON of the
@@ -46,7 +45,7 @@ export class Pending<W> {
   constructor(private readonly extra: Readonly<Record<string, unknown>> = {}) {}
 
   /** The wire with `extra`'s members after its own (later members win, as in a spread). */
-  with<X extends Record<string, unknown>>(extra: X): Pending<Omit<W, keyof X> & X> {
+  with<X extends Record<string, unknown> & { readonly [K in keyof W]?: never }>(extra: X): Pending<W & X> {
     return new Pending({ ...this.extra, ...extra })
   }
 
@@ -55,19 +54,44 @@ export class Pending<W> {
     return { [PENDING_WIRE_KEY]: true, ...this.extra }
   }
 
-  /** The value, given the wire JSON text the commit statement rendered. */
-  resolve(wireText: string): W {
-    return { ...JSON.parse(wireText), ...this.extra }
+  /**
+   * The value, given the wire JSON text the commit statement rendered: that text with the
+   * extra members after its own. `with` keeps them apart from the wire's members (its type
+   * refuses a wire key), so appending them as text is the spread it stands for.
+   */
+  resolve(wireText: string): Rendered<W> {
+    const extra = JSON.stringify(this.extra)
+    return new Rendered(extra === "{}" ? wireText : `${wireText.slice(0, -1)},${extra.slice(1)}`)
+  }
+}
+
+/**
+ * A write's answer as the commit statement rendered it (a `Pending` resolved): its JSON text,
+ * which the answer helpers send as it is (`http/Answer.ts`), and the value, parsed only when
+ * something reads it. Parsing the text and writing it again cost a create ~25 µs of the
+ * service's CPU (docs/performance.md, "The commit statement's text").
+ */
+export class Rendered<W> {
+  private parsed: W | undefined
+  constructor(readonly text: string) {}
+
+  get value(): W {
+    if (this.parsed === undefined) this.parsed = JSON.parse(this.text) as W
+    return this.parsed
+  }
+
+  /** Inside a larger JSON answer it is its value. */
+  toJSON(): W {
+    return this.value
   }
 }
 
 /** The members of a JSON object's text (what goes in place of a marker member), in SQL. */
-export const membersSql = (sql: SqlClient.SqlClient, json: Fragment) =>
-  sql`(SELECT substr(j, 2, length(j) - 2) FROM (SELECT ${json} AS j) AS s)`
+export const membersSql = (json: SqlText) => sqlText`(SELECT substr(j, 2, length(j) - 2) FROM (SELECT ${json} AS j) AS s)`
 
 /** A JSON text in SQL with every `Pending`'s marker member replaced by the members of `wire` (SQL of a JSON object's text). */
-export const withWireSql = (sql: SqlClient.SqlClient, text: Fragment, wire: Fragment): Fragment =>
-  sql`replace(${text}, ${PENDING_WIRE_MEMBER}::text, ${membersSql(sql, wire)})`
+export const withWireSql = (text: SqlText, wire: SqlText): SqlText =>
+  sqlText`replace(${text}, ${PENDING_WIRE_MEMBER}::text, ${membersSql(wire)})`
 
 /** The same in TypeScript, for a JSON text and the wire text the statement answered. */
 export const withWire = (text: string, wire: string): string =>

@@ -5,7 +5,7 @@ import type { JsonValue, Row } from "../kernel/Json.js"
 import type { CurrentUserShape } from "../kernel/CurrentUser.js"
 import type { Writes } from "./Rows.js"
 import type { TableRow, TableSpec } from "./Tables.js"
-import type { Pending, PendingId } from "./Pending.js"
+import type { Pending, PendingId, Rendered } from "./Pending.js"
 
 /*
  * What a write's body sees of the mutation pipeline: the `Tx` it writes through, and the
@@ -124,7 +124,7 @@ export type ReadFirstRunner<X> = <P, A, E1, E2, R1, R2>(
 ) => Effect.Effect<Resolved<A>, E1 | E2 | X, R1 | R2>
 
 /** A body's result as the mutation answers it: a `Pending` becomes the value the commit statement rendered. */
-export type Resolved<A> = A extends Pending<infer W> ? W : A
+export type Resolved<A> = A extends Pending<infer W> ? Rendered<W> : A
 
 /** The untyped form of a row's writes, for the pipeline's own bookkeeping (its keys are checked columns). */
 export const untyped = <R extends TableRow>(values: Writes<R>): Row => values as Row

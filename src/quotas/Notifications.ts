@@ -42,7 +42,7 @@ export class Notifications extends Effect.Service<Notifications>()("steady/Notif
       const user = found.value.user
       switch (action) {
         case "done":
-          return { action, task_id: taskId, task: asTask(yield* lifecycle.done(user, taskId)) }
+          return { action, task_id: taskId, task: asTask((yield* lifecycle.done(user, taskId)).value) }
         case "delete":
           return { action, task_id: taskId, task: asTask(yield* tasks.trash(user, taskId)) }
         default: {

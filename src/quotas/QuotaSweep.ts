@@ -4,6 +4,7 @@ import { closingFrom, type EndedSchedule, endedSchedule } from "./QuotaClosing.j
 import { calendarFrom } from "../accounts/UserCalendar.js"
 import { claimEnded, startNextPeriods, type SweepCursor } from "./TaskRolloverSql.js"
 import { addToDays } from "../pipeline/DailyStatsTable.js"
+import { statementOf } from "../sql/SqlText.js"
 import { insertSwept, type SweptCompletion } from "../lifecycle/CompletionsTable.js"
 import { insertSweptPeriods, type SweptPeriod } from "./QuotaPeriodsSql.js"
 
@@ -128,7 +129,7 @@ export const closeBatch = (
       yield* startNextPeriods(sql, at, updates)
     }
     if (stats.size > 0) {
-      yield* addToDays(sql, [...stats.values()])
+      yield* statementOf(sql, addToDays([...stats.values()]))
     }
     return { closed: periods.length, claimed: rows.length, cursor } satisfies BatchResult
   }).pipe(sql.withTransaction, Effect.orDie, Effect.withSpan("QuotaSweep.closeBatch"))

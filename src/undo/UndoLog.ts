@@ -1,12 +1,12 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import * as SqlSchema from "@effect/sql/SqlSchema"
-import type { Fragment } from "@effect/sql/Statement"
 import { Effect, Option, Schema } from "effect"
 import type { RowChange } from "../changes/Changes.js"
 import { IdRow, IsoText } from "../kernel/Columns.js"
 import { JsonRow } from "../kernel/Json.js"
 import type { Direction } from "./Undo.js"
 import { UserId } from "../kernel/Ids.js"
+import { type SqlText, sqlText } from "../sql/SqlText.js"
 
 /**
  * Every statement on `undo_entries`: the entry the mutation pipeline's
@@ -45,7 +45,7 @@ export interface NewEntry {
    * The changes as JSON text in SQL; it may hold the serialised `Pending` values of
    * `pipeline/Pending.ts`, which the commit statement replaces.
    */
-  readonly changes: Fragment
+  readonly changes: SqlText
   readonly tasksAffected: number
   readonly at: string
 }
@@ -54,9 +54,9 @@ export interface NewEntry {
  * The CTEs of the commit statement that record a new entry: a new action makes the undone
  * ones unreachable, so the redo stack is cleared first. `undo` returns the entry's id.
  */
-export const entryWrites = (sql: SqlClient.SqlClient, entry: NewEntry): ReadonlyArray<Fragment> => [
-  sql`purge AS (DELETE FROM undo_entries WHERE user_id = ${entry.userId} AND undone)`,
-  sql`undo AS (
+export const entryWrites = (entry: NewEntry): ReadonlyArray<SqlText> => [
+  sqlText`purge AS (DELETE FROM undo_entries WHERE user_id = ${entry.userId} AND undone)`,
+  sqlText`undo AS (
           INSERT INTO undo_entries (user_id, action, description, changes, tasks_affected, created_at)
           VALUES (${entry.userId}, ${entry.action}, ${entry.description}, (${entry.changes})::jsonb,
                   ${entry.tasksAffected}, ${entry.at}::timestamptz)

@@ -7,6 +7,7 @@ import type { AttemptResult } from "./WebhookSender.js"
 import { type UserId, WebhookId } from "../kernel/Ids.js"
 import { DeliveryLog } from "./Webhook.js"
 import { deliveryTarget, hasActiveWebhook } from "./WebhooksTable.js"
+import { type SqlText, sqlText } from "../sql/SqlText.js"
 
 /**
  * A claimed delivery is leased for longer than all its remaining attempts can take
@@ -55,8 +56,8 @@ export const MAX_PENDING_PER_WEBHOOK = 1000
  * `deliver` in DeliveryOverflow.ts), called only when the user has an active webhook: as CTEs
  * they cost every write about a tenth of its database time, webhooks or not.
  */
-export const deliveryWrites = (sql: SqlClient.SqlClient, userId: UserId, at: string) =>
-  sql`delivered AS (
+export const deliveryWrites = (sql: SqlClient.SqlClient, userId: UserId, at: string): SqlText =>
+  sqlText`delivered AS (
       SELECT steady_deliver(${userId}, ${at}::timestamptz,
         (SELECT jsonb_agg(jsonb_build_object('n', e.n, 'event', e.event, 'body', e.body)) FROM events e),
         ${MAX_PENDING_PER_WEBHOOK}) AS n
@@ -66,8 +67,8 @@ export const deliveryWrites = (sql: SqlClient.SqlClient, userId: UserId, at: str
  * The CTE of the commit statement that keeps the events (a CTE `events` with `n`, `event`,
  * `task_id` and `payload`) in the outbox, in order.
  */
-export const outboxWrites = (sql: SqlClient.SqlClient, userId: UserId, at: string) =>
-  sql`outbox AS (
+export const outboxWrites = (userId: UserId, at: string): SqlText =>
+  sqlText`outbox AS (
           INSERT INTO outbox_events (user_id, event, task_id, payload, occurred_at)
           SELECT ${userId}, e.event, e.task_id, e.payload, ${at}::timestamptz FROM events e ORDER BY e.n)`
 
