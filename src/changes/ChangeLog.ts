@@ -4,7 +4,7 @@ import type { RowChange } from "./Changes.js"
 import { anyShared, inSharedProject, projectNamedBy } from "../projects/ProjectsTable.js"
 import { slotNamedBy } from "../slots/TimeSlotsTable.js"
 import { taskById, taskOwnerNamedBy } from "../tasks/TasksTable.js"
-import { emptyText, type SqlText, sqlText, statementOf } from "../sql/SqlText.js"
+import { emptyText, rawText, type SqlText, sqlText, statementOf } from "../sql/SqlText.js"
 
 /** The NOTIFY channel that wakes the change streams of every instance on one PostgreSQL (see `ChangeWakeup`). */
 export const CHANGES_CHANNEL = "steady_changes"
@@ -105,8 +105,8 @@ const oneTaskInsert = <Id>(sql: SqlClient.SqlClient, at: Date, entry: Entry<Id>,
     WHERE COALESCE(x.user_id, ${entry.owner}::integer) IS NOT NULL`
 }
 
-const E_ID = sqlText`e.id`
-const X_ID = sqlText`x.id`
+const E_ID = rawText("e.id")
+const X_ID = rawText("x.id")
 
 const entriesInsert = <Id>(sql: SqlClient.SqlClient, at: Date, entries: ReadonlyArray<Entry<Id>>, pending?: PendingTask<Id>): SqlText =>
   // Each object is looked up by key (LATERAL … OFFSET 0 keeps it a per-entry index probe):

@@ -18,7 +18,7 @@ import { type DayStats, type Insertion, type MutationOptions, type PendingInsert
 import { type KeyedAnswer, KeyRefused, isRefusal } from "./IdempotencyRecord.js"
 import { pgFieldsOf } from "../sql/DatabaseFailures.js"
 import { RecentRows } from "./RecentRows.js"
-import { rawText, SqlText, sqlText } from "../sql/SqlText.js"
+import { emptyText, rawText, SqlText, sqlText } from "../sql/SqlText.js"
 
 function resolved<A>(result: A, wire: string | null): Resolved<A>
 function resolved(result: unknown, wire: string | null): unknown {
@@ -265,7 +265,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
             const row = fields.length === 0
               ? sqlText`SELECT ${returned} FROM ${rawText(table.name)} WHERE ${where}`
               : sqlText`UPDATE ${rawText(table.name)} SET ${typedList(table, writes, "sets")} WHERE ${where} RETURNING ${returned}`
-            const movedKept = keep === undefined ? rawText("") : rawText(", (SELECT version FROM moved) AS version, (SELECT row FROM moved) AS row")
+            const movedKept = keep === undefined ? emptyText : rawText(", (SELECT version FROM moved) AS version, (SELECT row FROM moved) AS row")
             const target = seen === undefined
               ? sqlText`target AS (${row})`
               : sqlText`moved AS (${row}), target AS (SELECT COALESCE((SELECT wire FROM moved), steady_row_moved()) AS wire${movedKept})`
