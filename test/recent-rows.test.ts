@@ -49,6 +49,32 @@ describe("edits that start from the row this process wrote last", () => {
     expect(await kept(id)).toEqual({ row: again.row, version: again.version, extra: { zone: "UTC", weekStart: "sunday" } })
   })
 
+  it("keeps the enrichment baseline the trigger of a pending enrichment sets", async () => {
+    const user = await service.user("recent-baseline")
+    const id = (await user.api.post("/api/tasks", { title: "Call the bank" })).body.data.id as number
+    await sqlRun((sql) => sql`UPDATE tasks SET enrichment_status = 'pending', enrichment_baseline = NULL WHERE id = ${id}`)
+    expect((await user.api.patch(`/api/tasks/${id}`, { priority: 3 })).status).toBe(200)
+    const first = await stored(id)
+    expect(first.row.enrichment_baseline).not.toBeNull()
+    expect(await kept(id)).toEqual({ row: first.row, version: first.version, extra: { zone: "UTC", weekStart: "sunday" } })
+    // The next edit starts from the kept row, baseline included, and keeps the new one exactly.
+    expect((await user.api.patch(`/api/tasks/${id}`, { title: "Call the bank at 9" })).status).toBe(200)
+    const second = await stored(id)
+    expect(second.row).toMatchObject({ title: "Call the bank at 9", priority: 3, enrichment_baseline: first.row.enrichment_baseline })
+    expect(await kept(id)).toEqual({ row: second.row, version: second.version, extra: { zone: "UTC", weekStart: "sunday" } })
+  })
+
+  it("the tasks table's BEFORE UPDATE triggers are the ones whose columns a kept row takes from the UPDATE", async () => {
+    // A new trigger that sets a column must add it to TasksTable.triggerSet, or kept rows
+    // would miss what it set. tgtype bits: 2 BEFORE, 16 UPDATE.
+    const triggers = await sqlRun((sql) => sql<{ name: string }>`
+      SELECT tgname AS name FROM pg_trigger
+      WHERE tgrelid = 'tasks'::regclass AND NOT tgisinternal AND (tgtype & 2) <> 0 AND (tgtype & 16) <> 0
+      ORDER BY tgname`)
+    expect(triggers.map((t) => t.name)).toEqual(["tasks_keep_enrichment_baseline", "tasks_resume_reminder_roll"])
+    expect(TasksTable.triggerSet).toEqual(["enrichment_baseline", "roll_stopped_at"])
+  })
+
   it("a row changed elsewhere since is read again: the edit diffs against it and undo restores it", async () => {
     const user = await service.user("recent-moved")
     const id = (await user.api.post("/api/tasks", { title: "Water the plants", priority: 1 })).body.data.id as number

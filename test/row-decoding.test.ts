@@ -190,7 +190,7 @@ describe(`rows decoded where they are read (${databaseKind()})`, () => {
 
         const before = yield* deliveries.outboxMark
         yield* sql`INSERT INTO outbox_events (user_id, event, task_id, payload, occurred_at)
-          VALUES (${cy.id}, 'task.created', 1, '{}'::jsonb, ${AT}::timestamptz)`
+          VALUES (${cy.id}, 'task.created', 1, '{}', ${AT}::timestamptz)`
         const mark = yield* deliveries.outboxMark
         expect(typeof mark).toBe("number")
         expect(mark).toBeGreaterThan(before)

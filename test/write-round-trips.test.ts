@@ -293,6 +293,12 @@ describe("round trips of a single-task write", () => {
       ["task.updated", task.id, updated.data],
       ["task.completed", task.id, completed.data]
     ])
+    // Stored as the text the statement built (migration 0038): compact, as JSON.stringify writes it.
+    const stored = await query(service, (sql) =>
+      sql<{ payload: string }>`SELECT payload FROM outbox_events WHERE user_id = ${owner.id} ORDER BY id`)
+    expect(stored.map((r) => typeof r.payload)).toEqual(["string", "string", "string"])
+    for (const { payload } of stored) expect(payload).toBe(JSON.stringify(JSON.parse(payload)))
+    expect(stored[1]!.payload).toBe(JSON.stringify(updated.data))
 
     // The done's undo entry holds the completion record with the id the statement gave it.
     const undo = await undoEntries(service, owner.id)

@@ -102,22 +102,24 @@ export const commitStatement = (sql: SqlClient.SqlClient, input: CommitInput) =>
       payload: JSON.stringify(e.data),
       body: JSON.stringify({ event: e.event, timestamp: at, data: e.data })
     }))
-    // A deferred row's wire JSON goes into the payloads and the frozen bodies here.
+    // A deferred row's wire JSON goes into the payloads here, and into the frozen bodies where
+    // `delivered` renders them (only for a user with an active webhook). Both stay text: the
+    // outbox keeps the payload as it is (migration 0038).
     const pending = deferred !== undefined && rows.some((r) => holdsPending(r.body))
     ctes.push(
       pending
         ? sqlText`events AS (
-          SELECT e.n, e.event, e.task_id, ${withWireSql(rawText("e.payload"), rawText("w.wire"))}::jsonb AS payload,
-            ${withWireSql(rawText("e.body"), rawText("w.wire"))} AS body
+          SELECT e.n, e.event, e.task_id, ${withWireSql(rawText("e.payload"), rawText("w.wire"))} AS payload, e.body
           FROM jsonb_to_recordset((${withPending(JSON.stringify(rows))})::jsonb)
             AS e(n integer, event text, task_id integer, payload text, body text)
           CROSS JOIN (SELECT wire FROM target) w)`
         : sqlText`events AS (
-          SELECT e.n, e.event, e.task_id, e.payload::jsonb AS payload, e.body
+          SELECT e.n, e.event, e.task_id, e.payload, e.body
           FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
             AS e(n integer, event text, task_id integer, payload text, body text))`
     )
-    ctes.push(outboxWrites(userId, at), deliveryWrites(sql, userId, at))
+    const body = pending ? withWireSql(rawText("e.body"), TARGET_WIRE) : rawText("e.body")
+    ctes.push(outboxWrites(userId, at), deliveryWrites(sql, userId, at, body))
   }
   const days = [...input.stats.values()].filter(({ counts: s }) => s.completions !== 0 || s.tasks_created !== 0 || s.snoozes !== 0)
   if (days.length > 0) {

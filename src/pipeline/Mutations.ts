@@ -7,7 +7,7 @@ import { localDate } from "../kernel/LocalTime.js"
 import type { CurrentUserShape } from "../kernel/CurrentUser.js"
 import { now as clockNow } from "../kernel/ServiceClock.js"
 import type { Writes } from "./Rows.js"
-import { decodedRow, fieldOf, kindOf, normalizeRow, normalizeValue, rowJsonSql, sqlCast, sqlParam, type TableRow, type TableSpec } from "./Tables.js"
+import { decodedRow, fieldOf, kindOf, normalizeRow, normalizeValue, rowJsonSql, sqlCast, sqlParam, type TableRow, type TableSpec, updatedRow } from "./Tables.js"
 import { ChangeWakeup } from "../changes/ChangeWakeup.js"
 import { entriesOf } from "../changes/ChangeLog.js"
 import { WebhookWakeup } from "../webhooks/WebhookWakeup.js"
@@ -121,6 +121,18 @@ const insertedRowSql = (table: TableSpec<TableRow>, computed: ReadonlyArray<stri
     computed.map((c) => `, '${c}', ${kindOf(table, c) === "ts" ? `steady_iso(${table.name}.${c})` : `${table.name}.${c}`}`).join("")
   })`
 
+/**
+ * What a kept row takes from the UPDATE that wrote it: the columns `written` and those the
+ * table's triggers may set (`TableSpec.triggerSet`), as a jsonb object of the new row.
+ */
+const changedColumnsSql = (table: TableSpec<TableRow>, written: ReadonlyArray<string>) => {
+  const pairs = [...new Set([...written, ...(table.triggerSet ?? [])])].map((c) => `'${c}', ${table.name}.${c}`)
+  // A function takes at most 100 arguments: 40 columns an object, joined.
+  const objects: Array<string> = []
+  for (let i = 0; i < pairs.length; i += 40) objects.push(`jsonb_build_object(${pairs.slice(i, i + 40).join(", ")})`)
+  return objects.length === 0 ? "'{}'::jsonb" : objects.join(" || ")
+}
+
 const wireOf = (table: TableSpec<TableRow>) => {
   if (table.wire === undefined) throw new Error(`${table.name} has no wire rendering`)
   return `${table.wire}(${table.name})`
@@ -184,7 +196,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
         const stats = new Map<string, DayStats>()
         let deferred: Deferred | undefined
         /** The deferred update's row, to keep in `RecentRows` as the statement returns it. */
-        let kept: { readonly table: TableSpec<TableRow>; readonly id: number; readonly extra: unknown } | undefined
+        let kept: { readonly table: TableSpec<TableRow>; readonly id: number; readonly current: TableRow; readonly extra: unknown } | undefined
         let description = ""
 
         const insertRow = <R extends TableRow>(table: TableSpec<R>, values: Writes<R>) =>
@@ -258,10 +270,13 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
               : stillHolds === undefined
               ? sqlText`(id = ${id} AND xmin = ${seen}::xid)`
               : sqlText`(id = ${id} AND xmin = ${seen}::xid AND ${stillHolds})`
-            // A kept row comes back as the database has it (its triggers may have set columns).
+            // A kept row is the row read with what the UPDATE changed: the columns written and
+            // those its triggers may set, as the database has them. Not the whole row: `to_jsonb`
+            // of a task was a sixth of a PATCH's database CPU (docs/performance.md, "The outbox
+            // payload as text").
             const returned = keep === undefined
               ? sqlText`${wire} AS wire`
-              : sqlText`${wire} AS wire, xmin::text AS version, ${rawText(rowJsonSql(table, table.name))} AS row`
+              : sqlText`${wire} AS wire, xmin::text AS version, ${rawText(changedColumnsSql(table, Object.keys(writes)))} AS row`
             const row = fields.length === 0
               ? sqlText`SELECT ${returned} FROM ${rawText(table.name)} WHERE ${where}`
               : sqlText`UPDATE ${rawText(table.name)} SET ${typedList(table, writes, "sets")} WHERE ${where} RETURNING ${returned}`
@@ -269,7 +284,7 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
             const target = seen === undefined
               ? sqlText`target AS (${row})`
               : sqlText`moved AS (${row}), target AS (SELECT COALESCE((SELECT wire FROM moved), steady_row_moved()) AS wire${movedKept})`
-            if (keep !== undefined) kept = { table, id, extra: keep.extra }
+            if (keep !== undefined) kept = { table, id, current, extra: keep.extra }
             if (fields.length > 0) {
               recordChange(updateChange(table, id, current, before, after, updateOptions.guard))
             }
@@ -384,7 +399,8 @@ export class Mutations extends Effect.Service<Mutations>()("steady/Mutations", {
           if (typeof change.id === "number") recentRows.drop(change.table, change.id)
         }
         if (kept !== undefined && written.kept !== null) {
-          recentRows.put(kept.table, kept.id, { row: decodedRow(kept.table, written.kept.row).row, version: written.kept.version, extra: kept.extra })
+          const row = updatedRow(kept.table, kept.current, written.kept.row)
+          recentRows.put(kept.table, kept.id, { row, version: written.kept.version, extra: kept.extra })
         }
         if (record !== undefined) record.keyed.recorded(written.wire === null ? record.body : withWire(record.body, written.wire))
         yield* wakeAfter(written)

@@ -43,6 +43,13 @@ export interface TableSpec<R extends TableRow = AnyRow, W = unknown> {
   readonly wireText?: string
   /** Columns PostgreSQL computes itself (generated): never written, and left out of the rows read. */
   readonly generated?: ReadonlyArray<string>
+  /**
+   * Columns the table's BEFORE UPDATE triggers may set besides what an UPDATE writes. A kept
+   * row (`UpdateOptions.keep`) is the row read with the UPDATE's writes and these, as the
+   * statement returns them; every other column is as read. `test/recent-rows.test.ts` holds
+   * this list to the triggers the database has.
+   */
+  readonly triggerSet?: ReadonlyArray<string>
   /** Never set: carries `W` for the type checker. */
   readonly wireType?: W
 }
@@ -128,7 +135,9 @@ export const TasksTable: TableSpec<TaskRow, Task> = {
   wire: "steady_task_json",
   wireText: "wire_text",
   // Migration 0022: the task's wire JSON, stored with the row.
-  generated: ["wire_text"]
+  generated: ["wire_text"],
+  // tasks_keep_enrichment_baseline (0023) and tasks_resume_reminder_roll (0031).
+  triggerSet: ["enrichment_baseline", "roll_stopped_at"]
 }
 
 /** A task row `t` as jsonb, as the pipeline reads it (`rowJsonSql`). */
@@ -246,6 +255,16 @@ export const decodedRow = <R extends TableRow>(table: TableSpec<R>, raw: Readonl
   const json = normalizeRow(table, raw)
   if (!isRowOf(table, json)) throw new Error(`A ${table.name} row does not fit its columns: ${JSON.stringify(json)}`)
   return { row: json, json }
+}
+
+/**
+ * A decoded `row` with some of its columns as PostgreSQL gives them (`raw`, jsonb as
+ * `decodedRow` takes it) decoded over it: the row an UPDATE left, from the columns it returned.
+ */
+export const updatedRow = <R extends TableRow>(table: TableSpec<R>, row: R, raw: Readonly<Record<string, unknown>>): R => {
+  const json: Row = { ...row, ...normalizeRow(table, raw) }
+  if (!isRowOf(table, json)) throw new Error(`A ${table.name} row does not fit its columns: ${JSON.stringify(json)}`)
+  return json
 }
 
 /** `decodedRow`'s typed row. */

@@ -51,7 +51,7 @@ export const undoEntries = (service: TestService, userId: number) =>
 
 export const outboxEvents = (service: TestService, userId: number) =>
   query<EventRow>(service, (sql) =>
-    sql<EventRow>`SELECT id::int AS id, event, task_id, payload, steady_iso(occurred_at) AS occurred_at
+    sql<EventRow>`SELECT id::int AS id, event, task_id, payload::jsonb AS payload, steady_iso(occurred_at) AS occurred_at
       FROM outbox_events WHERE user_id = ${userId} ORDER BY id`)
 
 export const dailyStats = (service: TestService, userId: number) =>
@@ -70,7 +70,7 @@ export const snapshot = async (service: TestService) => {
       sql`SELECT steady_task_json(t) AS task, steady_iso(t.previous_due_at) AS previous_due_at,
             steady_iso(t.enrichment_requested_at) AS enrichment_requested_at FROM tasks t ORDER BY t.id`),
     query(service, (sql) => sql`SELECT id, user_id, action, changes, undone FROM undo_entries ORDER BY id`),
-    query(service, (sql) => sql`SELECT id::int AS id, event, payload FROM outbox_events ORDER BY id`),
+    query(service, (sql) => sql`SELECT id::int AS id, event, payload::jsonb AS payload FROM outbox_events ORDER BY id`),
     query(service, (sql) => sql`SELECT user_id, date::text AS date, completions, tasks_created, snoozes FROM daily_stats ORDER BY id`),
     query(service, (sql) => sql`SELECT id, owner_id, name, shared, steady_iso(updated_at) AS updated_at FROM projects ORDER BY id`)
   ])
