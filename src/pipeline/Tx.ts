@@ -164,7 +164,9 @@ export interface UpdateOptions<R extends TableRow> {
   /**
    * With `updateAtCommit`: keep the row as written, its version and `extra` (what the read had
    * besides the row) in `RecentRows`, so that the row's next `readFirst` write in this process
-   * can start from it instead of reading it.
+   * can start from it instead of reading it. The row kept is `current` with the columns the
+   * UPDATE changed over it (`Tables.updatedRow`), so `current` must be the version the UPDATE
+   * applies to: locked in this transaction, or required by `seen`.
    */
   readonly keep?: { readonly extra: unknown }
   /**
