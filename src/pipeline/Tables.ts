@@ -252,20 +252,22 @@ const isRowOf = <R extends TableRow>(table: TableSpec<R>, row: Row): row is Row 
  * real rows of both databases.
  */
 export const decodedRow = <R extends TableRow>(table: TableSpec<R>, raw: Readonly<Record<string, unknown>>) => {
-  const json = normalizeRow(table, raw)
-  if (!isRowOf(table, json)) throw new Error(`A ${table.name} row does not fit its columns: ${JSON.stringify(json)}`)
+  const json = fitted(table, normalizeRow(table, raw))
   return { row: json, json }
+}
+
+/** `json` as a row of `table`, or a defect naming the row that does not fit. */
+const fitted = <R extends TableRow>(table: TableSpec<R>, json: Row): Row & R => {
+  if (!isRowOf(table, json)) throw new Error(`A ${table.name} row does not fit its columns: ${JSON.stringify(json)}`)
+  return json
 }
 
 /**
  * A decoded `row` with some of its columns as PostgreSQL gives them (`raw`, jsonb as
  * `decodedRow` takes it) decoded over it: the row an UPDATE left, from the columns it returned.
  */
-export const updatedRow = <R extends TableRow>(table: TableSpec<R>, row: R, raw: Readonly<Record<string, unknown>>): R => {
-  const json: Row = { ...row, ...normalizeRow(table, raw) }
-  if (!isRowOf(table, json)) throw new Error(`A ${table.name} row does not fit its columns: ${JSON.stringify(json)}`)
-  return json
-}
+export const updatedRow = <R extends TableRow>(table: TableSpec<R>, row: R, raw: Readonly<Record<string, unknown>>): R =>
+  fitted(table, { ...row, ...normalizeRow(table, raw) })
 
 /** `decodedRow`'s typed row. */
 export const decodeRow = <R extends TableRow>(table: TableSpec<R>, raw: Readonly<Record<string, unknown>>): R =>
