@@ -9,8 +9,10 @@
  * answering with the task's wire JSON, in autocommit — no undo entry, no outbox, no
  * statistics, no change feed, no recurrence arithmetic. Its bodies are not the service's.
  *
- * Keep the SQL below a verbatim copy of what `TaskQueries.listJson` (default filters),
- * `TaskQueries.getJson` and `Credentials.verifyToken` send (as compiled by `@effect/sql-pg`).
+ * Keep the SQL below a verbatim copy of what `taskPageJson` (src/tasks/TaskListSql.ts, default
+ * filters), `taskJson` (src/tasks/TasksTable.ts) and `CredentialsTable`'s token lookup send, as
+ * compiled by `@effect/sql-pg` (PostgreSQL's log with `log_min_duration_statement = 0` shows
+ * them); bench/run.ts stops when the two reads' bodies differ.
  *
  * Run as a child process by bench/run.ts: `node --import tsx bench/baseline.ts`, with PORT,
  * HOST and DATABASE_URL in the environment.
@@ -26,23 +28,24 @@ const VERIFY_TOKEN_SQL = `
 const LIST_SQL = `
         WITH page AS (
           SELECT * FROM (
-            (SELECT t AS task, t.due_at, t.id FROM tasks t WHERE t.user_id = $1 AND (t.deleted_at IS NULL AND NOT t.done AND t.archived_at IS NULL)
+            (SELECT t.wire_text AS task, t.due_at, t.id FROM tasks t WHERE t.user_id = $1 AND (t.deleted_at IS NULL AND NOT t.done AND t.archived_at IS NULL)
              ORDER BY t.due_at, t.id LIMIT $2)
-            UNION ALL (SELECT t AS task, t.due_at, t.id FROM tasks t
-             WHERE t.user_id <> $3 AND t.project_id IN (SELECT id FROM projects WHERE shared) AND (t.deleted_at IS NULL AND NOT t.done AND t.archived_at IS NULL)
-             ORDER BY t.due_at, t.id LIMIT $4)
-          ) merged ORDER BY due_at, id LIMIT $5 OFFSET $6
+            UNION ALL (SELECT s.task, s.due_at, s.id FROM projects p CROSS JOIN LATERAL (
+               SELECT t.wire_text AS task, t.due_at, t.id FROM tasks t
+               WHERE t.project_id = p.id AND t.user_id <> $3 AND (t.deleted_at IS NULL AND NOT t.done AND t.archived_at IS NULL) AND num_nulls(t.project_id) = 0
+               ORDER BY t.due_at, t.id LIMIT $4) s
+             WHERE p.shared
+             ORDER BY s.due_at, s.id LIMIT $5)
+          ) merged ORDER BY due_at, id LIMIT $6 OFFSET $7
         )
-        SELECT json_build_object('data', json_build_object(
-          'tasks', COALESCE(json_agg(steady_task_wire(page.task) ORDER BY page.due_at, page.id), '[]'::json),
-          'count', count(*)::int))::text AS body
-        FROM page`
+        SELECT '{"data":{"tasks":' || '[' || COALESCE(string_agg(page.task, ',' ORDER BY page.due_at, page.id), '') || ']' || ',"count":' || count(*) || '}}' AS body FROM page`
 
 const GET_SQL = `
-        SELECT json_build_object('data', steady_task_wire(t))::text AS body FROM tasks t
-        WHERE t.id = $1 AND (t.user_id = $2 OR t.project_id IN (SELECT id FROM projects WHERE shared))`
+        SELECT '{"data":' || t.wire_text || '}' AS body FROM tasks t
+        WHERE t.id = $1 AND (t.user_id = $2 OR COALESCE((SELECT sp.shared FROM projects sp WHERE sp.id = t.project_id), false))`
 
-const WIRE_RETURNING = `RETURNING json_build_object('data', steady_task_wire(tasks))::text AS body`
+/** The stored wire text in the service's compact envelope. */
+const WIRE_RETURNING = `RETURNING '{"data":' || tasks.wire_text || '}' AS body`
 
 const CREATE_SQL = `
         INSERT INTO tasks (user_id, project_id, title, original_title, labels, priority, notes, due_at, created_at, updated_at)
@@ -121,7 +124,7 @@ const handle = async (req: Http.IncomingMessage, res: Http.ServerResponse) => {
     const limit = Number(target.searchParams.get("limit") ?? 200)
     const offset = Number(target.searchParams.get("offset") ?? 0)
     const window = limit + offset
-    const { rows } = await pool.query<{ body: string }>(LIST_SQL, [userId, window, userId, window, limit, offset])
+    const { rows } = await pool.query<{ body: string }>(LIST_SQL, [userId, window, userId, window, window, limit, offset])
     return send(res, 200, rows[0]!.body)
   }
   if (req.method === "POST" && target.pathname === "/api/tasks") {
