@@ -1,8 +1,10 @@
+import Pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { MAX_SESSIONS_PER_USER, MAX_TOKENS_PER_USER } from "../src/accounts/Credentials.js"
 import { MAX_WEBHOOKS_PER_USER } from "../src/webhooks/Webhooks.js"
 import { MAX_IN_FLIGHT_PER_USER, MAX_PENDING_PER_WEBHOOK } from "../src/webhooks/WebhookDeliveries.js"
 import { type Receiver, sleep, startReceiver } from "./support/receiver.js"
+import { databaseKind } from "./support/database.js"
 import { query } from "./support/rows.js"
 import { startService, type TestService } from "./support/service.js"
 import { createTask } from "./support/tasks.js"
@@ -114,6 +116,46 @@ describe("caps on tokens, webhooks and waiting deliveries", () => {
     const others = await query<{ status: string }>(service, (sql) =>
       sql`SELECT status FROM webhook_deliveries WHERE webhook_id = ${other.id}`)
     expect(others).toEqual([{ status: "pending" }])
+  })
+
+  // A full backlog makes every write drop the oldest waiting delivery. Writes at once (or the
+  // dispatcher leasing) reach for the same oldest rows: a write that waited for them queued
+  // behind the others, and at 32 writes at once the queue ended in deadlocks and 503s.
+  it.skipIf(databaseKind() !== "postgres")("a write at a full backlog does not wait for a delivery row another transaction holds", async () => {
+    const user = await service.user("contended")
+    const hook = await createWebhook(user.api, "http://127.0.0.1:9/down", ["task.created"])
+    await query(service, (sql) =>
+      sql`INSERT INTO webhook_deliveries (webhook_id, user_id, delivery_id, event, body, next_attempt_at, created_at)
+        SELECT ${hook.id}, ${user.id}, 'held-' || n, 'task.created', '{}', now(), now()
+        FROM generate_series(1, ${MAX_PENDING_PER_WEBHOOK}) AS n RETURNING id`)
+    const holder = new Pg.Client({ connectionString: service.database.url })
+    await holder.connect()
+    try {
+      // Another transaction holds the oldest waiting row, the one the next write would drop.
+      await holder.query("BEGIN")
+      await holder.query("SELECT id FROM webhook_deliveries WHERE webhook_id = $1 AND delivery_id = 'held-1' FOR UPDATE", [hook.id])
+      const started = Date.now()
+      const first = await user.api.post("/api/tasks", { title: "Past a held row" })
+      expect(first.status).toBe(201)
+      expect(Date.now() - started).toBeLessThan(2_000)
+      await holder.query("ROLLBACK")
+    } finally {
+      await holder.end()
+    }
+    // The held row was skipped, so one more than the cap waits; the next write trims back to it.
+    const waiting = () =>
+      query<{ n: number }>(service, (sql) =>
+        sql`SELECT count(*)::int AS n FROM webhook_deliveries WHERE webhook_id = ${hook.id} AND status = 'pending'`)
+    expect(await waiting()).toEqual([{ n: MAX_PENDING_PER_WEBHOOK + 1 }])
+    await createTask(user.api, { title: "Back to the cap" })
+    expect(await waiting()).toEqual([{ n: MAX_PENDING_PER_WEBHOOK }])
+    const oldest = await query<{ delivery_id: string; status: string }>(service, (sql) =>
+      sql`SELECT delivery_id, status FROM webhook_deliveries WHERE webhook_id = ${hook.id} ORDER BY id LIMIT 3`)
+    expect(oldest).toEqual([
+      { delivery_id: "held-1", status: "dropped" },
+      { delivery_id: "held-2", status: "dropped" },
+      { delivery_id: "held-3", status: "pending" }
+    ])
   })
 })
 

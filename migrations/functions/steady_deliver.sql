@@ -10,6 +10,15 @@
 -- rest is dropped, except deliveries in flight (leased), which count but are left alone. The
 -- TypeScript twin of this rule is `deliver` in src/webhooks/DeliveryOverflow.ts, checked
 -- against this function on random backlogs by test/sql-rules.test.ts.
+--
+-- A row another transaction holds is skipped, not waited for (SKIP LOCKED): at a full backlog
+-- every write drops the oldest waiting rows, so writes at once, and the dispatcher leasing,
+-- reach for the same rows. Waiting for them queued a user's writes one behind the other and,
+-- at 32 at once, ended in deadlocks and 503s. A row skipped is being dropped by another write
+-- or leased; either way it leaves the backlog. Writes that ran at once can leave a few more
+-- than p_max waiting (each counts without the others' new rows, as before); the next write
+-- trims back to p_max. The newest waiting row to drop (`edge`) comes from the webhook's index
+-- of waiting rows, newest first.
 CREATE OR REPLACE FUNCTION steady_deliver(p_user integer, p_at timestamptz, p_events jsonb, p_max integer) RETURNS integer
 LANGUAGE plpgsql
 AS $$
@@ -31,15 +40,17 @@ BEGIN
     RETURNING id
   ), overflow AS (
     UPDATE webhook_deliveries SET status = 'dropped', finished_at = p_at
-    WHERE lease_until IS NULL AND status = 'pending' AND id IN (
-      SELECT old.id FROM webhooks w
+    WHERE id IN (
+      SELECT d.id FROM webhooks w
       CROSS JOIN LATERAL (
-        SELECT d.id FROM webhook_deliveries d
-        WHERE d.webhook_id = w.id AND d.status = 'pending'
-        ORDER BY d.id DESC
-        OFFSET GREATEST(p_max - (SELECT count(*) FROM fresh f WHERE f.webhook_id = w.id), 0)
-      ) old
+        SELECT b.id AS edge FROM webhook_deliveries b
+        WHERE b.webhook_id = w.id AND b.status = 'pending'
+        ORDER BY b.id DESC
+        OFFSET GREATEST(p_max - (SELECT count(*) FROM fresh f WHERE f.webhook_id = w.id), 0) LIMIT 1
+      ) e
+      JOIN webhook_deliveries d ON d.webhook_id = w.id AND d.status = 'pending' AND d.id <= e.edge AND d.lease_until IS NULL
       WHERE w.user_id = p_user
+      FOR UPDATE OF d SKIP LOCKED
     )
   )
   SELECT count(*)::integer INTO written FROM delivered;
