@@ -25,6 +25,7 @@ out="${BENCH_BEFORE_AFTER_OUT:-$(mktemp -d "${TMPDIR:-/tmp}/before-after.XXXXXX"
 mkdir -p "$out"
 groups="${BENCH_SCENARIOS:-endpoints,webhooks,export,quota-sweep,ai,idempotency,rollover,sse,scale,memory}"
 databases="${BENCH_DATABASES:-postgres,embedded}"
+now_sha="$(git -C "$here" rev-parse --short HEAD)"
 
 if [[ ! -f "$tree/.before-built" ]]; then
   echo "before-after: building ${sha:0:12} in $tree" >&2
@@ -60,7 +61,7 @@ for group in "${group_list[@]}"; do
     done
     for side in before now; do
       echo
-      echo "=============== $group · $database · $side ($([[ $side == before ]] && echo "${sha:0:12}" || git -C "$here" rev-parse --short HEAD)) ==============="
+      echo "=============== $group · $database · $side ($([[ $side == before ]] && echo "${sha:0:12}" || echo "$now_sha")) ==============="
       cat "$out/$group.$database.$side.txt" 2>/dev/null || echo "(no report)"
     done
   done

@@ -29,6 +29,13 @@ describe("caps on tokens, webhooks and waiting deliveries", () => {
     await service?.stop()
   })
 
+  /** Exactly the cap of deliveries waiting for `webhookId`, named `<prefix>-1` (oldest) onwards. */
+  const fillBacklog = (userId: number, webhookId: number, prefix: string) =>
+    query(service, (sql) =>
+      sql`INSERT INTO webhook_deliveries (webhook_id, user_id, delivery_id, event, body, next_attempt_at, created_at)
+        SELECT ${webhookId}, ${userId}, ${prefix} || '-' || n, 'task.created', '{}', now(), now()
+        FROM generate_series(1, ${MAX_PENDING_PER_WEBHOOK}) AS n RETURNING id`)
+
   it(`a user has at most ${MAX_TOKENS_PER_USER} tokens: the next POST /api/tokens is a 409 and creates nothing`, async () => {
     expect(MAX_TOKENS_PER_USER).toBe(100)
     const user = await service.user("many-tokens") // holds one token already
@@ -98,10 +105,7 @@ describe("caps on tokens, webhooks and waiting deliveries", () => {
     const hook = await createWebhook(user.api, "http://127.0.0.1:9/down", ["task.created"])
     const other = await createWebhook(user.api, "http://127.0.0.1:9/other", ["task.created"])
     // A receiver that has been down for a while: exactly the cap is waiting already.
-    await query(service, (sql) =>
-      sql`INSERT INTO webhook_deliveries (webhook_id, user_id, delivery_id, event, body, next_attempt_at, created_at)
-        SELECT ${hook.id}, ${user.id}, 'old-' || n, 'task.created', '{}', now(), now()
-        FROM generate_series(1, ${MAX_PENDING_PER_WEBHOOK}) AS n RETURNING id`)
+    await fillBacklog(user.id, hook.id, "old")
     const created = await createTask(user.api, { title: "One more" })
     const rows = await query<{ delivery_id: string; status: string }>(service, (sql) =>
       sql`SELECT delivery_id, status FROM webhook_deliveries WHERE webhook_id = ${hook.id} ORDER BY id`)
@@ -124,10 +128,7 @@ describe("caps on tokens, webhooks and waiting deliveries", () => {
   it.skipIf(databaseKind() !== "postgres")("a write at a full backlog does not wait for a delivery row another transaction holds", async () => {
     const user = await service.user("contended")
     const hook = await createWebhook(user.api, "http://127.0.0.1:9/down", ["task.created"])
-    await query(service, (sql) =>
-      sql`INSERT INTO webhook_deliveries (webhook_id, user_id, delivery_id, event, body, next_attempt_at, created_at)
-        SELECT ${hook.id}, ${user.id}, 'held-' || n, 'task.created', '{}', now(), now()
-        FROM generate_series(1, ${MAX_PENDING_PER_WEBHOOK}) AS n RETURNING id`)
+    await fillBacklog(user.id, hook.id, "held")
     const holder = new Pg.Client({ connectionString: service.database.url })
     await holder.connect()
     try {

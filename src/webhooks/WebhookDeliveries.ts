@@ -49,8 +49,9 @@ export const MAX_PENDING_PER_WEBHOOK = 1000
  * and drops what the user's webhooks then have waiting beyond the cap; `delivered.n` is the
  * number of rows written (none: no row). The new deliveries are the newest, so they are kept
  * first: only past the cap within one statement are some of them written as dropped.
- * Deliveries in flight (leased) count but are left alone. The ranking reads only the index,
- * so a full backlog costs a walk over index entries, not rows.
+ * Deliveries in flight (leased) count but are left alone, and rows another transaction holds
+ * are skipped. At a full backlog, finding the newest row to drop walks the webhook's ~1,000
+ * waiting entries of its index (and their heap pages): most of such a write's database time.
  *
  * The writes are `steady_deliver` (migrations/functions/steady_deliver.sql; its rule reads as
  * `deliver` in DeliveryOverflow.ts), called only when the user has an active webhook: as CTEs
