@@ -1,0 +1,12 @@
+-- steady_json_compact (migrations/functions) drops the separators' spaces with two replace()
+-- calls when no string of the value holds ", " or ": ", which a capture-free regular expression
+-- tells first; the capturing regular expression now runs only for the values that need it. Its
+-- results are the same, byte for byte (test/wire-fields.test.ts holds it to a scanner over
+-- jsonb's text), so the stored task wire texts stay as they are. The generated task wire text
+-- calls it on every task write: the capturing expression cost ~15 µs on a quota's day state, and
+-- the quota sweep writes thousands of tasks at once (the quota-sweep bench group was slower than
+-- before issue 39's compact wire). The function is no longer STRICT, so that PostgreSQL still
+-- inlines it (a STRICT SQL function whose body is a CASE is not inlined).
+-- This migration only records the change, so an instance of the previous build leaves the new
+-- definition in place (functions/README.md).
+SELECT 1;
