@@ -1,4 +1,8 @@
 import autocannon from "autocannon"
+import * as ChildProcess from "node:child_process"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
 
 /** One kind of request the benchmark drives, described independently of the server. */
 export interface Scenario {
@@ -113,8 +117,88 @@ const runAutocannon = (options: autocannon.Options) =>
 const quantile = (sorted: Float64Array, q: number): number =>
   sorted.length === 0 ? 0 : Math.round(sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]! * 100) / 100
 
+/**
+ * The load generator: wrk (Debian's `wrk`, one thread) when it is on the PATH, else autocannon
+ * in this process; BENCH_LOADGEN=wrk or autocannon chooses. autocannon's JavaScript costs this
+ * process 0.13–0.23 ms of CPU a request, on the cores the measured service needs, and its own
+ * GC pauses land in the measured times; wrk costs a tenth of that (docs/performance.md, "The
+ * load generator").
+ */
+let wrkFound: boolean | undefined
+export const loadGenerator = (): "wrk" | "autocannon" => {
+  const asked = process.env.BENCH_LOADGEN ?? ""
+  if (asked !== "" && asked !== "wrk" && asked !== "autocannon") throw new Error("BENCH_LOADGEN must be wrk or autocannon")
+  wrkFound ??= /\bwrk\b/.test(ChildProcess.spawnSync("wrk", ["-v"], { encoding: "utf8" }).stdout ?? "")
+  if (asked === "wrk" && !wrkFound) throw new Error("BENCH_LOADGEN=wrk, but no wrk on the PATH (apt-get install wrk)")
+  return asked === "autocannon" || !wrkFound ? "autocannon" : "wrk"
+}
+
+/** Requests written out for wrk per run; it cycles through them (see `driveWrk`). */
+const WRK_REQUESTS = 20_000
+
+/**
+ * One wrk run: the scenario's first WRK_REQUESTS requests, rendered here as raw HTTP/1.1 into
+ * a Lua table that each connection's `request()` walks in turn, so wrk does no work per request
+ * beyond the socket; `done()` prints the counts and latency quantiles (microseconds) as JSON.
+ * A run that sends more than WRK_REQUESTS requests starts over at the first: a create then
+ * repeats a body (a new task all the same), a PATCH a priority (`ROWS` in bench/peer.ts picks
+ * them in passes of four over its ids, and WRK_REQUESTS is a multiple of four passes for the
+ * id counts it uses, 1,000 or fewer that divide 5,000).
+ */
+const driveWrk = async (scenario: Scenario, options: LoadOptions): Promise<LoadResult> => {
+  const url = new URL(options.baseUrl)
+  const lua = (text: string) => JSON.stringify(text) // ASCII only: a JSON string is a Lua string
+  const lines: Array<string> = []
+  for (let n = 0; n < WRK_REQUESTS; n++) {
+    const next = scenario.request(n)
+    const headers: Record<string, string> = {
+      host: url.host,
+      authorization: `Bearer ${options.token}`,
+      ...(next.body === undefined ? {} : { "content-type": "application/json", "content-length": String(Buffer.byteLength(next.body)) }),
+      ...next.headers
+    }
+    const head = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join("")
+    lines.push(lua(`${scenario.method} ${next.path} HTTP/1.1\r\n${head}\r\n${next.body ?? ""}`))
+  }
+  const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "steady-wrk-"))
+  const script = Path.join(dir, "run.lua")
+  Fs.writeFileSync(
+    script,
+    [
+      `local requests = {\n${lines.join(",\n")}\n}`,
+      "local count = #requests",
+      "local i = 0",
+      "function request() i = i % count + 1; return requests[i] end",
+      "function done(summary, latency, requests)",
+      "  local e = summary.errors",
+      '  io.write(string.format(\'{"requests":%d,"duration":%d,"bad":%d,"p50":%d,"p99":%d}\\n\',',
+      "    summary.requests, summary.duration, e.connect + e.read + e.write + e.status + e.timeout,",
+      "    latency:percentile(50), latency:percentile(99)))",
+      "end"
+    ].join("\n")
+  )
+  try {
+    const output = await new Promise<string>((resolve, reject) => {
+      ChildProcess.execFile(
+        "wrk",
+        ["-t1", `-c${options.connections}`, `-d${options.durationSeconds}s`, "--timeout", "10s", "-s", script, options.baseUrl],
+        { maxBuffer: 1 << 20 },
+        (error, stdout, stderr) => (error ? reject(new Error(`wrk: ${error.message} ${stderr}`)) : resolve(stdout))
+      )
+    })
+    const line = output.split("\n").find((l) => l.startsWith("{\"requests\""))
+    if (line === undefined) throw new Error(`wrk printed no summary: ${output.slice(0, 500)}`)
+    const r = JSON.parse(line) as { requests: number; duration: number; bad: number; p50: number; p99: number }
+    const ms = (us: number) => Math.round(us / 10) / 100
+    return { requestsPerSecond: r.requests / (r.duration / 1e6), p50: ms(r.p50), p99: ms(r.p99), total: r.requests, bad: r.bad }
+  } finally {
+    Fs.rmSync(dir, { recursive: true, force: true })
+  }
+}
+
 /** Drives one scenario against one server for the given duration. */
 export const drive = async (scenario: Scenario, options: LoadOptions): Promise<LoadResult> => {
+  if (loadGenerator() === "wrk") return driveWrk(scenario, options)
   let counter = 0
   const first = scenario.request(0)
   const headers: Record<string, string> = { authorization: `Bearer ${options.token}` }

@@ -4,7 +4,7 @@ import * as Http from "node:http"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import Pg from "pg"
-import { createTaskBody, drive, type LoadResult, type Scenario } from "./load.js"
+import { createTaskBody, drive, loadGenerator, type LoadResult, type Scenario } from "./load.js"
 import { cpuDelta, databaseBackendsCpuMs, freePort, onCleanup, runCommand, type Server, sleep, startServer } from "./processes.js"
 import type { Database, Section } from "./report.js"
 import { median } from "./stats.js"
@@ -31,7 +31,7 @@ import { childEnv, config, freshDatabase, type FreshDatabase, log, migrate, ROOT
  *      BENCH_ROUNDS (2) rounds; the table shows medians over the rounds.
  *
  * The wire bytes of one task (GET by id, the same seeded task on each side) and of the default
- * page are read with plain node:http (no Accept-Encoding: what autocannon sends too).
+ * page are read with plain node:http (no Accept-Encoding: what the load generators send too).
  *
  * OPENTASK_DIR (default ../peer/opentask beside this repository) is the built checkout; when
  * it is missing or not built the section says so and how to build it. BENCH_DATABASES limits
@@ -70,9 +70,9 @@ export const peerBudgetSeconds = () => {
 
 // ---- the sides ----
 
-type SideKey = Database | "opentask"
+export type SideKey = Database | "opentask"
 
-interface Side {
+export interface Side {
   readonly key: SideKey
   readonly label: string
   readonly server: Server
@@ -140,7 +140,7 @@ const taskSpec = (i: number, prefix: string, now: Date): TaskSpec => {
   }
 }
 
-interface Seeded {
+export interface Seeded {
   readonly token: string
   /** Ids of the main user's tasks by seed index. */
   readonly ids: ReadonlyMap<number, number>
@@ -284,7 +284,8 @@ const steadyTokens = async (fresh: FreshDatabase) => {
   return tokens
 }
 
-const startSteady = async (database: Database, now: Date): Promise<{ side: Side; seeded: Seeded }> => {
+/** A fresh database of `database`, a service on it, and the peer seed written through its API (`bench/variants.ts` too). */
+export const startSteady = async (database: Database, now: Date): Promise<{ side: Side; seeded: Seeded; fresh: FreshDatabase }> => {
   const fresh = await freshDatabase(database)
   await migrate(fresh.env)
   const server = await startOurs(fresh.env)
@@ -316,7 +317,8 @@ const startSteady = async (database: Database, now: Date): Promise<{ side: Side;
       server,
       databaseName: fresh.databaseName
     },
-    seeded
+    seeded,
+    fresh
   }
 }
 
@@ -389,7 +391,7 @@ const startOpenTask = async (now: Date): Promise<{ side: Side; seeded: Seeded }>
 
 // ---- the rows ----
 
-interface Row {
+export interface Row {
   readonly key: string
   readonly label: string
   readonly write: boolean
@@ -400,7 +402,8 @@ interface Row {
 
 const pick = (list: ReadonlyArray<number>, n: number) => list[n % list.length]!
 
-const ROWS: ReadonlyArray<Row> = [
+/** The table's rows, each a scenario on a seeded side (`bench/variants.ts` drives them too). */
+export const ROWS: ReadonlyArray<Row> = [
   {
     key: "health",
     label: "GET /api/health",
@@ -510,7 +513,7 @@ const measure = async (row: Row, side: Side, seeded: Seeded, round: number): Pro
   return measured
 }
 
-/** One request's status and wire bytes with plain node:http (no Accept-Encoding, as autocannon). */
+/** One request's status and wire bytes with plain node:http (no Accept-Encoding, as the load generators). */
 const wireBytes = (baseUrl: string, token: string, path: string) =>
   new Promise<{ status: number; bytes: number; body: string; encoding: string | undefined }>((resolve, reject) => {
     const request = Http.get(`${baseUrl}${path}`, { headers: { authorization: `Bearer ${token}` } }, (res) => {
@@ -577,7 +580,7 @@ const report = (sides: ReadonlyArray<Side>, seeded: ReadonlyMap<SideKey, Seeded>
     `Same run, same machine (${Os.cpus().length} CPUs, load ${Os.loadavg()[0]!.toFixed(1)} at the end); OpenTask ${opentaskVersion()} (Next.js + SQLite) from ${OPENTASK_DIR}.`,
     `Seeded through each API: ${settings.mainTasks} tasks for one user and ${settings.otherTasks} for each of ${settings.others} others (+3 projects each; ~30% of one-offs done, ~4% trashed);`,
     `PostgreSQL vacuumed and analyzed after the load, as autovacuum would; embedded and SQLite as a user gets them.`,
-    `c=${settings.connections} unless noted, ${settings.duration} s after ${settings.warmup} s warm-up, ${settings.rounds} interleaved round(s) (reads first, then writes), medians; req/s:`,
+    `Load from ${loadGenerator()}; c=${settings.connections} unless noted, ${settings.duration} s after ${settings.warmup} s warm-up, ${settings.rounds} interleaved round(s) (reads first, then writes), medians; req/s:`,
     ""
   )
   const ratioHeader = steady.map((s) => `${s.key === "postgres" ? "PG" : "embedded"} / OT`)

@@ -1,5 +1,5 @@
 import * as Os from "node:os"
-import type { LoadResult, Scenario } from "./load.js"
+import { type LoadResult, loadGenerator, type Scenario } from "./load.js"
 import { geomean, mean } from "./stats.js"
 
 /** The report of bench/run.ts: one row per scenario, database and server, then the targets. */
@@ -105,7 +105,7 @@ export const printReport = (measurements: ReadonlyArray<Measurement>, config: Re
     c.map((v, i) => (i >= 3 && i <= 8 ? v.padStart(widths[i]!) : v.padEnd(widths[i] ?? 0))).join("  ").trimEnd()
   console.log("")
   console.log(
-    `Steady benchmark: ${config.connections} connections, ${config.duration} s per run after ${config.warmup} s warm-up, ` +
+    `Steady benchmark: ${config.connections} connections (${loadGenerator()}), ${config.duration} s per run after ${config.warmup} s warm-up, ` +
       `${config.tasks} tasks for the measured user; ratios are per A/B round (geometric mean first); p99 is the worst round; ` +
       `CPU ms/req is the server process's CPU time per request; DB CPU ms/req that of the PostgreSQL backends ` +
       `serving it (for the embedded database it is inside the server's).`

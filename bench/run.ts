@@ -3,7 +3,7 @@
  * PostgreSQL and on the embedded database.
  *
  *   endpoints    seeds 20 users (10,000 tasks for one of them), starts the built service and
- *                drives seven endpoints with autocannon; on PostgreSQL it also runs a bare
+ *                drives seven endpoints (wrk, or autocannon; BENCH_LOADGEN); on PostgreSQL it also runs a bare
  *                `node:http` + `pg` baseline (bench/baseline.ts): the same SQL for the two
  *                read scenarios, a token lookup and one INSERT/UPDATE for the three writes
  *                (POST, PATCH, done), in interleaved A/B rounds, and reports ours/baseline ratios.
@@ -51,7 +51,8 @@
  *   BENCH_SCENARIOS    "endpoints,webhooks,export,quota-sweep,ai,idempotency,rollover,sse,scale,memory,peer",
  *                      or some of them (all)
  *   BENCH_DATABASES    "postgres,embedded", or one of them
- *   BENCH_DURATION     seconds per measured autocannon run   (10)
+ *   BENCH_DURATION     seconds per measured load run          (10)
+ *   BENCH_LOADGEN      wrk or autocannon: the load generator   (wrk when on the PATH, see bench/load.ts)
  *   BENCH_WARMUP       seconds of warm-up before each run      (2)
  *   BENCH_CONNECTIONS  concurrent connections                 (32)
  *   BENCH_ROUNDS       interleaved rounds of compared runs     (2)
