@@ -242,16 +242,22 @@ export const serviceCommand = (
   return { flags, env }
 }
 
-export const startOurs = async (env: Record<string, string>, dist = Path.join(ROOT, "dist")) => {
+export const startOurs = async (
+  env: Record<string, string>,
+  dist = Path.join(ROOT, "dist"),
+  /** Node flags after the start script's and BENCH_SERVICE_NODE_ARGS (a variant's, bench/variants.ts). */
+  nodeArgs: ReadonlyArray<string> = []
+) => {
   const port = await freePort()
   // The flags of this tree's start script for both builds, so both run alike.
-  const command = serviceCommand(ROOT, env.DATABASE_URL)
+  const command = serviceCommand(ROOT, env.DATABASE_URL, env)
   return startServer({
     name: dist === Path.join(ROOT, "dist") ? "steady" : "steady-before",
     // Flags Node refuses in NODE_OPTIONS (--cpu-prof) go on the command line.
     args: [
       ...command.flags,
       ...(process.env.BENCH_SERVICE_NODE_ARGS?.split(" ").filter((a) => a !== "") ?? []),
+      ...nodeArgs,
       Path.join(dist, "src/main.js")
     ],
     env: childEnv({ ...command.env, ...env, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn" }),

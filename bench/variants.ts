@@ -5,7 +5,7 @@ import { ROWS, startSteady } from "./peer.js"
 import { cleanupAll, cpuDelta, databaseBackendsCpuMs, type Server, sleep } from "./processes.js"
 import type { Database } from "./report.js"
 import { copyOf, log, ROOT, startOurs } from "./setup.js"
-import { median } from "./stats.js"
+import { geomean, median } from "./stats.js"
 
 /**
  * Variants of the service side by side, in fine interleaved rounds:
@@ -47,18 +47,9 @@ const machineTimes = () => {
   return { idle: cpu[3]! + cpu[4]!, total: cpu.reduce((a, b) => a + b, 0) }
 }
 
-/** One service per variant, with Node flags through the bench's BENCH_SERVICE_NODE_ARGS. */
-const startVariant = async (variant: Variant, env: Record<string, string>): Promise<Server> => {
-  const saved = process.env.BENCH_SERVICE_NODE_ARGS
-  process.env.BENCH_SERVICE_NODE_ARGS = [saved ?? "", ...(variant.args ?? [])].join(" ")
-  try {
-    const dist = variant.dist === undefined ? Path.join(ROOT, "dist") : Path.resolve(variant.dist)
-    return await startOurs({ ...env, ...variant.env }, dist)
-  } finally {
-    if (saved === undefined) delete process.env.BENCH_SERVICE_NODE_ARGS
-    else process.env.BENCH_SERVICE_NODE_ARGS = saved
-  }
-}
+/** One service per variant: its build, its Node flags after the start script's, its environment. */
+const startVariant = (variant: Variant, env: Record<string, string>): Promise<Server> =>
+  startOurs({ ...env, ...variant.env }, variant.dist === undefined ? Path.join(ROOT, "dist") : Path.resolve(variant.dist), variant.args)
 
 interface Sample {
   readonly rps: number
@@ -126,7 +117,7 @@ const main = async () => {
     const base = samples.get(`${row.key}\u00000`)!
     variants.forEach((variant, i) => {
       const own = samples.get(`${row.key}\u0000${i}`)!
-      const ratio = Math.exp(own.reduce((s, x, k) => s + Math.log(x.rps / base[k]!.rps), 0) / own.length)
+      const ratio = geomean(own.map((x, k) => x.rps / base[k]!.rps))
       const m = (pick: (s: Sample) => number) => median(own.map(pick))
       console.log(`| ${variant.name} | ${Math.round(m((s) => s.rps))} | ${f(ratio, 3)} | ${f(m((s) => s.p50))} | ${f(m((s) => s.p99))} | ${f(m((s) => s.p99 / Math.max(0.001, s.p50)), 1)} | ${f(m((s) => s.svc), 3)} | ${f(m((s) => s.db), 3)} | ${f(100 * m((s) => s.idle), 0)} % |`)
     })
